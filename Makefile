@@ -1,0 +1,46 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+
+.PHONY: run test lint bench demo migrate clean
+
+$(VENV)/bin/activate:
+	@test -n "$(PYTHON)" || { echo "Python 3.11 is needed (python3.11 / python3 not found)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(VENV)/bin/activate
+	$(PIP) install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(VENV)/bin/activate
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $@ $(VENV)/.installed
+
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py demo
+
+## Run the app on http://127.0.0.1:8000 (SQLite, Celery eager, demo data).
+run: demo
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+## Run the whole test suite.
+test: $(VENV)/.installed-dev
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+
+## Benchmarks (figures for the notes); needs PostgreSQL for the HTTP part.
+bench: $(VENV)/.installed-dev
+	$(PY) bench/bench_engine.py
+	$(PY) bench/bench_simulate.py
+	$(PY) bench/bench_http.py
+
+clean:
+	rm -rf $(VENV) var/casino.sqlite3

@@ -1,0 +1,54 @@
+"""`log_action` is the only writer of the change log."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.utils import timezone
+
+from .models import ChangeLog
+
+
+class _Encoder(DjangoJSONEncoder):
+    def default(self, o: Any) -> Any:
+        if isinstance(o, Decimal):
+            return str(o)  # keep money exact in the trail
+        return super().default(o)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    if value is None:
+        return None
+    return json.loads(json.dumps(value, cls=_Encoder))
+
+
+def log_action(
+    *,
+    action: str,
+    user=None,
+    device: str = "",
+    obj=None,
+    reason: str = "",
+    old: Any = None,
+    new: Any = None,
+) -> ChangeLog:
+    """Write one change-log row. Must run inside the caller's transaction so
+    the change and its trace commit (or roll back) together."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("log_action must be called inside transaction.atomic()")
+    return ChangeLog.objects.create(
+        at=timezone.now(),
+        user=user if (user is not None and user.is_authenticated) else None,
+        device=(device or "")[:200],
+        action=action,
+        object_type=obj._meta.label_lower if obj is not None else "",
+        object_id=str(obj.pk) if obj is not None else "",
+        reason=reason,
+        old=_jsonable(old),
+        new=_jsonable(new),
+    )

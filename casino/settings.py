@@ -1,0 +1,201 @@
+"""One settings module, driven by the environment.
+
+Every variable is read here and validated at start: a bad value stops the process
+with a message that names the variable, instead of failing later at the table.
+Defaults give the embedded set-up (SQLite under var/, Celery eager, DEBUG on).
+"""
+
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+env = environ.Env()
+
+
+def _read(name, reader, **kwargs):
+    """Read one variable; any parse error names the variable."""
+    try:
+        return reader(name, **kwargs)
+    except ImproperlyConfigured:
+        raise
+    except Exception as exc:  # environ raises ValueError & co. without the name
+        raise ImproperlyConfigured(f"Environment variable {name}: {exc}") from exc
+
+
+DEBUG = _read("DEBUG", env.bool, default=True)
+
+SECRET_KEY = _read("SECRET_KEY", env.str, default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "Environment variable SECRET_KEY is required when DEBUG is off."
+        )
+    # Only for a laptop or a demo: DEBUG is on, nothing here is worth protecting.
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = _read(
+    "ALLOWED_HOSTS", env.list, default=["127.0.0.1", "localhost", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = _read("CSRF_TRUSTED_ORIGINS", env.list, default=[])
+
+TIME_ZONE = _read("TIME_ZONE", env.str, default="Europe/Paris")
+try:
+    ZoneInfo(TIME_ZONE)
+except (ZoneInfoNotFoundError, ValueError) as exc:
+    raise ImproperlyConfigured(
+        f"Environment variable TIME_ZONE: unknown time zone {TIME_ZONE!r}"
+    ) from exc
+USE_TZ = True
+USE_I18N = True
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("fr", "Français")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "casino",
+    "tables",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "casino.urls"
+WSGI_APPLICATION = "casino.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": _read(
+        "DATABASE_URL", env.db_url, default=f"sqlite:///{VAR_DIR / 'casino.sqlite3'}"
+    )
+}
+# Persistent connections: a coup is a handful of queries, a new connection per
+# request would cost more than the coup itself.
+DATABASES["default"]["CONN_MAX_AGE"] = _read("CONN_MAX_AGE", env.int, default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = _read("REDIS_URL", env.str, default="")
+if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        f"Environment variable REDIS_URL: expected redis://host:port/db, "
+        f"got {REDIS_URL!r}"
+    )
+
+# Celery: with Redis, a real broker; without it, tasks run in-process (embedded).
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+CELERY_TASK_ALWAYS_EAGER = _read("CELERY_TASK_ALWAYS_EAGER", env.bool, default=not REDIS_URL)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TIMEZONE = TIME_ZONE
+
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+MEDIA_ROOT = _read("MEDIA_ROOT", env.path, default=str(VAR_DIR / "media"))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "casino.api.exception_handler",
+    "COERCE_DECIMAL_TO_STRING": True,
+    "DEFAULT_THROTTLE_RATES": {
+        "login": _read("LOGIN_THROTTLE", env.str, default="30/min"),
+    },
+}
+
+# Exposes /api/v1/bench/bare/ (one INSERT, nothing else) for bench/ only.
+BENCH_BARE_ENDPOINT = _read("BENCH_BARE_ENDPOINT", env.bool, default=False)
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Chemmy table audit API",
+    "DESCRIPTION": "Live coup entry, tableau audit, commission and bank carry-forward.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Uploads and bodies: a coup is a few hundred bytes; refuse absurd bodies early.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = _read("SECURE_SSL_REDIRECT", env.bool, default=True)
+    SECURE_HSTS_SECONDS = _read("SECURE_HSTS_SECONDS", env.int, default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", env.str, default="INFO")},
+}

@@ -1,0 +1,231 @@
+"""Explicit input and output serializers; the OpenAPI schema is built from them."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rest_framework import serializers
+
+from .. import chemmy
+from ..models import BankerTurn, Coup, Finding, HouseRules, Shoe, Stake, Table, TableSession
+
+MAX_MONEY = Decimal("999999999999.99")
+
+
+def money_field(**kwargs) -> serializers.DecimalField:
+    kwargs.setdefault("min_value", Decimal("0.01"))
+    return serializers.DecimalField(
+        max_digits=14, decimal_places=2, max_value=MAX_MONEY, **kwargs
+    )
+
+
+def hand_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=3, trim_whitespace=True),
+        min_length=2, max_length=3,
+        help_text="Card codes in the order dealt to that side, e.g. [\"9H\", \"KD\"].",
+    )
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=128, style={"input_type": "password"})
+
+
+class TokenResponseSerializer(serializers.Serializer):
+    token = serializers.CharField()
+
+
+class HouseRulesSerializer(serializers.ModelSerializer):
+    tableau_version = serializers.CharField(source="tableau.version")
+
+    class Meta:
+        model = HouseRules
+        fields = [
+            "version", "decks", "commission_rate", "commission_unit", "minimum_banco",
+            "tableau_version", "gaming_day_cutoff", "created_at",
+        ]
+
+
+class TableSerializer(serializers.ModelSerializer):
+    rules = HouseRulesSerializer(read_only=True)
+    open_session = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Table
+        fields = ["id", "name", "seats", "active", "rules", "open_session"]
+
+    def get_open_session(self, table) -> int | None:
+        sessions = [s for s in table.sessions.all() if s.closed_at is None]
+        return sessions[0].pk if sessions else None
+
+
+class TableCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    seats = serializers.IntegerField(min_value=2, max_value=12, default=9)
+    decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
+    commission_rate = serializers.DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal("0"),
+        max_value=Decimal("0.5"), default=Decimal("0.05"),
+    )
+    commission_unit = money_field(default=Decimal("0.10"))
+    minimum_banco = money_field(default=Decimal("100.00"))
+    tableau_version = serializers.CharField(max_length=64, default="chemmy-standard-1")
+    gaming_day_cutoff = serializers.IntegerField(min_value=0, max_value=23, default=6)
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    opened_by = serializers.StringRelatedField()
+    closed_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = TableSession
+        fields = [
+            "id", "table", "gaming_day", "opened_at", "opened_by", "closed_at",
+            "closed_by",
+        ]
+
+
+class ShoeOpenSerializer(serializers.Serializer):
+    decks = serializers.IntegerField(min_value=1, max_value=8, required=False)
+    burned = serializers.IntegerField(min_value=0, max_value=410, default=0)
+
+
+class ShoeSerializer(serializers.ModelSerializer):
+    cards_left = serializers.IntegerField(read_only=True)
+    coups = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Shoe
+        fields = [
+            "id", "session", "number", "decks", "burned", "dealt", "cards_left",
+            "coups", "next_seq", "opened_at", "closed_at",
+        ]
+
+    def get_coups(self, shoe) -> int:
+        return shoe.next_seq - 1
+
+
+class TurnOpenSerializer(serializers.Serializer):
+    seat = serializers.IntegerField(min_value=1, max_value=12)
+    bank = money_field()
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BankerTurn
+        fields = [
+            "id", "session", "number", "seat", "opening_bank", "took_passed_bank",
+            "bank", "coups", "garage_total", "commission_total", "opened_at",
+            "closed_at", "end", "closing_amount",
+        ]
+
+
+class PassResultSerializer(serializers.Serializer):
+    turn = TurnSerializer()
+    offered_bank = serializers.DecimalField(max_digits=14, decimal_places=2)
+    offer_order = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Seats to offer the bank to, in rotation from the banker's right.",
+    )
+
+
+class StakeInSerializer(serializers.Serializer):
+    seat = serializers.IntegerField(min_value=1, max_value=12, required=False,
+                                    allow_null=True)
+    standing = serializers.CharField(max_length=50, required=False, allow_blank=True)
+    amount = money_field()
+    announcement = serializers.ChoiceField(
+        choices=[a.value for a in chemmy.Announcement], default="none"
+    )
+
+    def validate(self, attrs):
+        has_seat = attrs.get("seat") is not None
+        has_standing = bool(attrs.get("standing"))
+        if has_seat == has_standing:
+            raise serializers.ValidationError(
+                {"seat": "give either a seat number or a standing player's label"}
+            )
+        return attrs
+
+
+class CoupInSerializer(serializers.Serializer):
+    punter = hand_field()
+    banker = hand_field()
+    stakes = serializers.ListField(child=StakeInSerializer(), min_length=1, max_length=40)
+    declared_bank = money_field(required=False, allow_null=True)
+    expected_seq = serializers.IntegerField(
+        min_value=1, max_value=10_000, required=False, allow_null=True,
+        help_text="The sequence number the tablet expects this coup to get; "
+        "a different one is a 409 (the shoe moved on).",
+    )
+
+
+class StakeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Stake
+        fields = [
+            "position", "seat", "standing", "announcement", "amount", "covered",
+            "declined", "payout",
+        ]
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Finding
+        fields = ["code", "severity", "side", "detail", "message", "tableau_version"]
+
+
+class CoupSerializer(serializers.ModelSerializer):
+    stakes = StakeSerializer(many=True, read_only=True)
+    findings = FindingSerializer(many=True, read_only=True)
+    table = serializers.IntegerField(source="shoe.session.table_id", read_only=True)
+    session = serializers.IntegerField(source="shoe.session_id", read_only=True)
+    cards_left = serializers.SerializerMethodField()
+    entered_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = Coup
+        fields = [
+            "id", "table", "session", "shoe", "turn", "seq", "revision", "gaming_day",
+            "created_at", "entered_by", "device", "punter_cards", "banker_cards",
+            "punter_total", "banker_total", "outcome", "natural", "punter_choice",
+            "banker_choice", "banker_seat", "punter_seat", "punter_standing",
+            "declared_bank", "bank_before", "covered", "garage", "commission",
+            "bank_after", "next_banker_seat", "cards_left_before", "cards_left",
+            "tableau_version", "stakes", "findings",
+        ]
+
+    def get_cards_left(self, coup) -> int:
+        return coup.cards_left_before - len(coup.punter_cards) - len(coup.banker_cards)
+
+
+class CheckInSerializer(serializers.Serializer):
+    punter = hand_field()
+    banker = hand_field()
+    tableau_version = serializers.CharField(max_length=64, default="chemmy-standard-1")
+
+
+class CheckFindingSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    severity = serializers.CharField()
+    side = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class VerdictSerializer(serializers.Serializer):
+    punter = serializers.ListField(child=serializers.CharField())
+    banker = serializers.ListField(child=serializers.CharField())
+    punter_total = serializers.IntegerField()
+    banker_total = serializers.IntegerField()
+    outcome = serializers.ChoiceField(choices=["banker", "punter", "tie"])
+    natural = serializers.CharField(allow_null=True)
+    punter_choice = serializers.CharField(allow_null=True)
+    banker_choice = serializers.CharField(allow_null=True)
+    tableau_version = serializers.CharField()
+    findings = serializers.ListField(child=serializers.DictField())
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField(required=False)

@@ -1,0 +1,23 @@
+from django.urls import path
+
+from . import views as v
+
+urlpatterns = [
+    path("auth/token/", v.TokenView.as_view(), name="api-token"),
+    path("tables/", v.TableListView.as_view(), name="api-tables"),
+    path("tables/<int:pk>/", v.TableDetailView.as_view(), name="api-table"),
+    path("tables/<int:pk>/sessions/", v.SessionOpenView.as_view(), name="api-session-open"),
+    path("sessions/", v.SessionListView.as_view(), name="api-sessions"),
+    path("sessions/<int:pk>/", v.SessionDetailView.as_view(), name="api-session"),
+    path("sessions/<int:pk>/close/", v.SessionCloseView.as_view(), name="api-session-close"),
+    path("sessions/<int:pk>/shoes/", v.ShoeOpenView.as_view(), name="api-shoe-open"),
+    path("sessions/<int:pk>/turns/", v.TurnOpenView.as_view(), name="api-turn-open"),
+    path("shoes/<int:pk>/", v.ShoeDetailView.as_view(), name="api-shoe"),
+    path("shoes/<int:pk>/close/", v.ShoeCloseView.as_view(), name="api-shoe-close"),
+    path("shoes/<int:pk>/coups/", v.CoupRecordView.as_view(), name="api-coup-record"),
+    path("turns/<int:pk>/", v.TurnDetailView.as_view(), name="api-turn"),
+    path("turns/<int:pk>/pass/", v.TurnPassView.as_view(), name="api-turn-pass"),
+    path("coups/", v.CoupListView.as_view(), name="api-coups"),
+    path("coups/<int:pk>/", v.CoupDetailView.as_view(), name="api-coup"),
+    path("check/", v.CheckView.as_view(), name="api-check"),
+]

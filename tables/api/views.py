@@ -1,0 +1,346 @@
+"""REST API for the floor. Views are thin: validate, call a service, serialize."""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate
+from django.shortcuts import get_object_or_404
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.authtoken.models import Token
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from casino.roles import Can
+
+from .. import chemmy, services
+from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
+from . import serializers as s
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; names the field"),
+    401: OpenApiResponse(s.ErrorSerializer, description="Not signed in"),
+    403: OpenApiResponse(s.ErrorSerializer, description="Role not allowed"),
+    404: OpenApiResponse(s.ErrorSerializer, description="No such object"),
+    409: OpenApiResponse(s.ErrorSerializer, description="Table state conflict"),
+}
+
+
+def errors(*codes: int) -> dict:
+    return {code: ERRORS[code] for code in codes}
+
+
+def device_of(request) -> str:
+    """Which tablet: the X-Device header, else the user agent."""
+    return (
+        request.headers.get("X-Device") or request.headers.get("User-Agent") or ""
+    )[:200]
+
+
+class TokenView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(
+        request=s.TokenRequestSerializer,
+        responses={200: s.TokenResponseSerializer, **errors(400)},
+        summary="Exchange a username and password for an API token",
+    )
+    def post(self, request):
+        data = s.TokenRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(
+            request, username=data.validated_data["username"],
+            password=data.validated_data["password"],
+        )
+        if user is None or not user.is_active:
+            return Response(
+                {"password": ["unknown user or wrong password"],
+                 "detail": "unknown user or wrong password"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+def _tables():
+    return Table.objects.select_related("rules__tableau").prefetch_related("sessions")
+
+
+class TableListView(APIView):
+    def get_permissions(self):
+        cap = "table.manage" if self.request.method == "POST" else "table.read"
+        return [Can(cap)()]
+
+    @extend_schema(responses={200: s.TableSerializer(many=True), **errors(401, 403)})
+    def get(self, request):
+        return Response(s.TableSerializer(_tables(), many=True).data)
+
+    @extend_schema(
+        request=s.TableCreateSerializer,
+        responses={201: s.TableSerializer, **errors(400, 401, 403)},
+    )
+    def post(self, request):
+        data = s.TableCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        table = services.table_create(
+            user=request.user, device=device_of(request), **data.validated_data
+        )
+        return Response(
+            s.TableSerializer(_tables().get(pk=table.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class TableDetailView(APIView):
+    permission_classes = [Can("table.read")]
+
+    @extend_schema(responses={200: s.TableSerializer, **errors(401, 403, 404)})
+    def get(self, request, pk: int):
+        return Response(s.TableSerializer(get_object_or_404(_tables(), pk=pk)).data)
+
+
+class SessionOpenView(APIView):
+    permission_classes = [Can("session.open")]
+
+    @extend_schema(
+        request=None, responses={201: s.SessionSerializer, **errors(401, 403, 404, 409)},
+        summary="Open a session at a table",
+    )
+    def post(self, request, pk: int):
+        table = get_object_or_404(Table, pk=pk)
+        session = services.session_open(
+            table=table, user=request.user, device=device_of(request)
+        )
+        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionFilter(filters.FilterSet):
+    open = filters.BooleanFilter(field_name="closed_at", lookup_expr="isnull")
+
+    class Meta:
+        model = TableSession
+        fields = ["table", "gaming_day"]
+
+
+class SessionListView(generics.ListAPIView):
+    permission_classes = [Can("table.read")]
+    serializer_class = s.SessionSerializer
+    queryset = TableSession.objects.select_related("opened_by", "closed_by")
+    filterset_class = SessionFilter
+
+
+class SessionDetailView(generics.RetrieveAPIView):
+    permission_classes = [Can("table.read")]
+    serializer_class = s.SessionSerializer
+    queryset = TableSession.objects.select_related("opened_by", "closed_by")
+
+
+class SessionCloseView(APIView):
+    permission_classes = [Can("session.close")]
+
+    @extend_schema(
+        request=None, responses={200: s.SessionSerializer, **errors(401, 403, 404, 409)}
+    )
+    def post(self, request, pk: int):
+        session = get_object_or_404(TableSession, pk=pk)
+        session = services.session_close(
+            session=session, user=request.user, device=device_of(request)
+        )
+        return Response(s.SessionSerializer(session).data)
+
+
+class ShoeOpenView(APIView):
+    permission_classes = [Can("shoe.manage")]
+
+    @extend_schema(
+        request=s.ShoeOpenSerializer,
+        responses={201: s.ShoeSerializer, **errors(400, 401, 403, 404, 409)},
+    )
+    def post(self, request, pk: int):
+        session = get_object_or_404(TableSession, pk=pk)
+        data = s.ShoeOpenSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        shoe = services.shoe_open(
+            session=session, user=request.user, device=device_of(request),
+            **data.validated_data,
+        )
+        return Response(s.ShoeSerializer(shoe).data, status=status.HTTP_201_CREATED)
+
+
+class ShoeDetailView(generics.RetrieveAPIView):
+    permission_classes = [Can("table.read")]
+    serializer_class = s.ShoeSerializer
+    queryset = Shoe.objects.all()
+
+
+class ShoeCloseView(APIView):
+    permission_classes = [Can("shoe.manage")]
+
+    @extend_schema(
+        request=None, responses={200: s.ShoeSerializer, **errors(401, 403, 404, 409)}
+    )
+    def post(self, request, pk: int):
+        shoe = services.shoe_close(
+            shoe=get_object_or_404(Shoe, pk=pk), user=request.user,
+            device=device_of(request),
+        )
+        return Response(s.ShoeSerializer(shoe).data)
+
+
+class TurnOpenView(APIView):
+    permission_classes = [Can("turn.manage")]
+
+    @extend_schema(
+        request=s.TurnOpenSerializer,
+        responses={201: s.TurnSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Open a banker turn (la main)",
+    )
+    def post(self, request, pk: int):
+        session = get_object_or_404(TableSession, pk=pk)
+        data = s.TurnOpenSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        turn = services.banker_turn_open(
+            session=session, user=request.user, device=device_of(request),
+            **data.validated_data,
+        )
+        return Response(s.TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
+
+
+class TurnDetailView(generics.RetrieveAPIView):
+    permission_classes = [Can("table.read")]
+    serializer_class = s.TurnSerializer
+    queryset = BankerTurn.objects.all()
+
+
+class TurnPassView(APIView):
+    permission_classes = [Can("turn.manage")]
+
+    @extend_schema(
+        request=None,
+        responses={200: s.PassResultSerializer, **errors(401, 403, 404, 409)},
+        summary="Pass the bank (suite)",
+    )
+    def post(self, request, pk: int):
+        turn = get_object_or_404(BankerTurn.objects.select_related("session__table"), pk=pk)
+        turn = services.banker_turn_pass(
+            turn=turn, user=request.user, device=device_of(request)
+        )
+        seats = turn.session.table.seats
+        order, seat = [], turn.seat
+        for _ in range(seats - 1):
+            seat = services.next_seat(seat, seats)
+            order.append(seat)
+        return Response(
+            s.PassResultSerializer(
+                {"turn": turn, "offered_bank": turn.bank, "offer_order": order}
+            ).data
+        )
+
+
+def coups_queryset():
+    return Coup.objects.select_related("shoe__session", "entered_by").prefetch_related(
+        "stakes", "findings"
+    )
+
+
+class CoupFilter(filters.FilterSet):
+    table = filters.NumberFilter(field_name="shoe__session__table")
+    session = filters.NumberFilter(field_name="shoe__session")
+    has_findings = filters.BooleanFilter(method="filter_has_findings")
+
+    class Meta:
+        model = Coup
+        fields = ["table", "session", "shoe", "gaming_day", "outcome"]
+
+    def filter_has_findings(self, queryset, name, value):
+        return queryset.filter(finding_count__gt=0) if value else queryset.filter(
+            finding_count=0
+        )
+
+
+class CoupListView(generics.ListAPIView):
+    permission_classes = [Can("coup.read")]
+    serializer_class = s.CoupSerializer
+    queryset = coups_queryset().order_by("-created_at", "-id")
+    filterset_class = CoupFilter
+
+
+class CoupDetailView(generics.RetrieveAPIView):
+    permission_classes = [Can("coup.read")]
+    serializer_class = s.CoupSerializer
+    queryset = coups_queryset()
+
+
+class CoupRecordView(APIView):
+    permission_classes = [Can("coup.record")]
+
+    @extend_schema(
+        request=s.CoupInSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                description="Created on the tablet; a retry with the same key and "
+                "body returns the same coup (200), another body is a 409.",
+            )
+        ],
+        responses={
+            201: s.CoupSerializer,
+            200: OpenApiResponse(s.CoupSerializer, description="Replay of a key"),
+            **errors(400, 401, 403, 404, 409),
+        },
+        summary="Record a coup",
+    )
+    def post(self, request, pk: int):
+        data = s.CoupInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        key = (request.headers.get("Idempotency-Key") or "").strip() or None
+        if key is not None and len(key) > 100:
+            return Response(
+                {"Idempotency-Key": ["at most 100 characters"],
+                 "detail": "Idempotency-Key: at most 100 characters"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        if not Shoe.objects.filter(pk=pk).exists():
+            return Response({"detail": "No shoe with this id."}, status=404)
+        result = services.coup_record(
+            shoe_id=pk, user=request.user, device=device_of(request),
+            punter=v["punter"], banker=v["banker"],
+            stakes=[services.StakeInput(**st) for st in v["stakes"]],
+            declared_bank=v.get("declared_bank"), expected_seq=v.get("expected_seq"),
+            idempotency_key=key,
+        )
+        coup = coups_queryset().get(pk=result.coup.pk)
+        return Response(
+            s.CoupSerializer(coup).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class CheckView(APIView):
+    permission_classes = [Can("engine.check")]
+
+    @extend_schema(
+        request=s.CheckInSerializer,
+        responses={200: s.VerdictSerializer, **errors(400, 401, 403)},
+        summary="Check a coup against the tableau; nothing is stored",
+    )
+    def post(self, request):
+        data = s.CheckInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        row = TableauVersion.objects.filter(version=v["tableau_version"]).first()
+        if row is None:
+            return Response(
+                {"tableau_version": ["unknown tableau version"],
+                 "detail": "tableau_version: unknown tableau version"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        verdict = chemmy.evaluate(v["punter"], v["banker"], tableau=row.as_engine())
+        return Response(verdict.to_dict())
+

@@ -1,0 +1,98 @@
+"""Chemin de fer rules engine: pure Python, standard library only, no Django.
+
+Its reference is RULES.md of this project (the rule book the code follows);
+each module's docstring names the section it implements. House rules (decks,
+commission rate and unit, minimum banco, tableau version) are arguments, never
+constants buried here.
+
+- ``cards``: card codes, points, parsing (CoupError names the broken field)
+- ``tableau``: the punter's rule and the banker's drawing table, as versioned data
+- ``engine``: ``evaluate(punter, banker)`` -> Verdict (totals, outcome, findings)
+- ``stakes``: announcements, coverage, garage, the punter-hand holder
+- ``settlement``: commission, carry-forward, the banker turn's ledger
+- ``shoe``: the seven-card rule and card counts
+"""
+
+from .cards import (
+    ALL_CODES,
+    POINTS,
+    RANKS,
+    SUITS,
+    CoupError,
+    hand_total,
+    parse_card,
+    parse_hand,
+    point,
+)
+from .engine import Outcome, Verdict, evaluate
+from .findings import FINDING_SEVERITY, Finding
+from .settlement import (
+    DEFAULT_COMMISSION_RATE,
+    DEFAULT_COMMISSION_UNIT,
+    Settlement,
+    TurnLedger,
+    bank_mismatch_finding,
+    cagnotte_variance_finding,
+    round_money,
+    settle,
+    turn_ledger,
+)
+from .shoe import DEFAULT_DECKS, MIN_CARDS_TO_DEAL, cards_left, shoe_findings
+from .stakes import (
+    Announcement,
+    Coverage,
+    CoveredStake,
+    StakeIn,
+    cover_stakes,
+    money,
+    seat_rotation,
+)
+from .tableau import (
+    PUNTO_BANCO_TABLEAU,
+    STANDARD_TABLEAU,
+    Action,
+    Tableau,
+    punter_action,
+)
+
+__all__ = [
+    "ALL_CODES",
+    "DEFAULT_COMMISSION_RATE",
+    "DEFAULT_COMMISSION_UNIT",
+    "DEFAULT_DECKS",
+    "FINDING_SEVERITY",
+    "MIN_CARDS_TO_DEAL",
+    "POINTS",
+    "PUNTO_BANCO_TABLEAU",
+    "RANKS",
+    "STANDARD_TABLEAU",
+    "SUITS",
+    "Action",
+    "Announcement",
+    "CoupError",
+    "Coverage",
+    "CoveredStake",
+    "Finding",
+    "Outcome",
+    "Settlement",
+    "StakeIn",
+    "Tableau",
+    "TurnLedger",
+    "Verdict",
+    "bank_mismatch_finding",
+    "cagnotte_variance_finding",
+    "cards_left",
+    "cover_stakes",
+    "evaluate",
+    "hand_total",
+    "money",
+    "parse_card",
+    "parse_hand",
+    "point",
+    "punter_action",
+    "round_money",
+    "seat_rotation",
+    "settle",
+    "shoe_findings",
+    "turn_ledger",
+]

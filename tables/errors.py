@@ -1,0 +1,25 @@
+"""Errors a service raises; the API turns them into 4xx JSON naming the field."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    status = 400
+    code = "invalid"
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class Invalid(ServiceError):
+    """The request breaks a rule (bad amount, seat out of range...)."""
+
+
+class Conflict(ServiceError):
+    """The request is well-formed but the table is not in a state to take it
+    (closed shoe, no open banker turn, the shoe moved on, key reused)."""
+
+    status = 409
+    code = "conflict"

@@ -1,0 +1,303 @@
+"""The floor: tables and their house rules, sessions, shoes, banker turns, coups.
+
+Coups, their stakes and findings are records: written once, never updated.
+Sessions, shoes and banker turns carry a little running state (the shoe's
+next sequence number, the turn's current bank) so that recording a coup reads
+one locked row instead of re-adding a shoe; that state is always re-computable
+from the coups.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from casino.models import AppendOnlyModel
+
+MONEY = {"max_digits": 14, "decimal_places": 2}
+
+
+class TableauVersion(AppendOnlyModel):
+    """A banker's drawing table, as data. Never edited: a variant is a new row."""
+
+    version = models.CharField(max_length=64, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+    rows = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.version
+
+    def as_engine(self):
+        from .chemmy import Tableau
+
+        return Tableau.from_dict({"version": self.version, "rows": self.rows})
+
+
+class Table(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    seats = models.PositiveSmallIntegerField(
+        default=9, validators=[MinValueValidator(2), MaxValueValidator(12)]
+    )
+    # Points at the latest HouseRules row; every coup keeps its own reference.
+    rules = models.ForeignKey(
+        "HouseRules", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HouseRules(AppendOnlyModel):
+    """One version of a table's house rules. Changing a rule writes a new row."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="rule_versions")
+    version = models.PositiveIntegerField()
+    decks = models.PositiveSmallIntegerField(
+        default=6, validators=[MinValueValidator(1), MaxValueValidator(8)]
+    )
+    commission_rate = models.DecimalField(
+        max_digits=5, decimal_places=4, default=Decimal("0.0500"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("0.5"))],
+    )
+    commission_unit = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("0.10"),
+        validators=[MinValueValidator(Decimal("0.01"))],
+    )
+    minimum_banco = models.DecimalField(
+        **MONEY, default=Decimal("100.00"),
+        validators=[MinValueValidator(Decimal("0.10"))],
+    )
+    tableau = models.ForeignKey(TableauVersion, on_delete=models.PROTECT)
+    # The gaming day starts at this local hour (0-23), not at midnight.
+    gaming_day_cutoff = models.PositiveSmallIntegerField(
+        default=6, validators=[MaxValueValidator(23)]
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["table", "version"], name="rules_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table} rules v{self.version}"
+
+
+class TableSession(models.Model):
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="sessions")
+    gaming_day = models.DateField()
+    opened_at = models.DateTimeField()
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["-opened_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["table"], condition=Q(closed_at__isnull=True),
+                name="one_open_session_per_table",
+            )
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+    def __str__(self) -> str:
+        return f"{self.table} {self.gaming_day}"
+
+
+class Shoe(models.Model):
+    session = models.ForeignKey(TableSession, on_delete=models.PROTECT, related_name="shoes")
+    number = models.PositiveIntegerField()
+    decks = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(8)]
+    )
+    burned = models.PositiveSmallIntegerField(default=0)
+    opened_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    # Running state, re-computable from the coups (see module docstring).
+    next_seq = models.PositiveIntegerField(default=1)
+    dealt = models.PositiveIntegerField(default=0)
+    card_counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "number"], name="shoe_number_unique"),
+            models.UniqueConstraint(
+                fields=["session"], condition=Q(closed_at__isnull=True),
+                name="one_open_shoe_per_session",
+            ),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+    @property
+    def cards_left(self) -> int:
+        return 52 * self.decks - self.burned - self.dealt
+
+    def __str__(self) -> str:
+        return f"{self.session} shoe {self.number}"
+
+
+class BankerTurn(models.Model):
+    """La main: one player's run as banker."""
+
+    class End(models.TextChoices):
+        LOST = "lost", "bank lost"
+        PASSED = "passed", "bank passed (suite)"
+        SESSION_CLOSED = "session_closed", "session closed"
+
+    session = models.ForeignKey(TableSession, on_delete=models.PROTECT, related_name="turns")
+    number = models.PositiveIntegerField()
+    seat = models.PositiveSmallIntegerField()
+    opening_bank = models.DecimalField(**MONEY)
+    # Set when this turn took over a bank passed at its standing amount.
+    took_passed_bank = models.BooleanField(default=False)
+    opened_at = models.DateTimeField()
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    # Running state, re-computable from the turn's coups.
+    bank = models.DecimalField(**MONEY)
+    coups = models.PositiveIntegerField(default=0)
+    garage_total = models.DecimalField(**MONEY, default=Decimal("0"))
+    commission_total = models.DecimalField(**MONEY, default=Decimal("0"))
+    # The punter who went banco and lost the last coup may announce "suivi".
+    suivi_seat = models.PositiveSmallIntegerField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    end = models.CharField(max_length=20, choices=End.choices, blank=True)
+    closing_amount = models.DecimalField(**MONEY, null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "number"], name="turn_number_unique"),
+            models.UniqueConstraint(
+                fields=["session"], condition=Q(closed_at__isnull=True),
+                name="one_open_turn_per_session",
+            ),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+    def __str__(self) -> str:
+        return f"{self.session} turn {self.number} (seat {self.seat})"
+
+
+class Coup(AppendOnlyModel):
+    class Outcome(models.TextChoices):
+        BANKER = "banker"
+        PUNTER = "punter"
+        TIE = "tie"
+
+    shoe = models.ForeignKey(Shoe, on_delete=models.PROTECT, related_name="coups")
+    turn = models.ForeignKey(BankerTurn, on_delete=models.PROTECT, related_name="coup_set")
+    seq = models.PositiveIntegerField()
+    # A correction is a new revision of the same (shoe, seq); revision 1 is the
+    # coup as entered at the table.
+    revision = models.PositiveSmallIntegerField(default=1)
+    rules = models.ForeignKey(HouseRules, on_delete=models.PROTECT)
+    tableau_version = models.CharField(max_length=64)
+    gaming_day = models.DateField(db_index=True)
+    created_at = models.DateTimeField()
+    entered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    device = models.CharField(max_length=200, blank=True)
+    idempotency_key = models.CharField(max_length=100, null=True, blank=True)
+    request_digest = models.CharField(max_length=64, blank=True)
+
+    punter_cards = models.JSONField()
+    banker_cards = models.JSONField()
+    punter_total = models.PositiveSmallIntegerField()
+    banker_total = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    natural = models.CharField(max_length=8, blank=True)
+    punter_choice = models.CharField(max_length=8, blank=True)
+    banker_choice = models.CharField(max_length=8, blank=True)
+    banker_seat = models.PositiveSmallIntegerField()
+    punter_seat = models.PositiveSmallIntegerField(null=True, blank=True)
+    punter_standing = models.CharField(max_length=50, blank=True)
+
+    declared_bank = models.DecimalField(**MONEY, null=True, blank=True)
+    bank_before = models.DecimalField(**MONEY)
+    covered = models.DecimalField(**MONEY)
+    garage = models.DecimalField(**MONEY)
+    commission = models.DecimalField(**MONEY)
+    bank_after = models.DecimalField(**MONEY)
+    cards_left_before = models.IntegerField()
+    finding_count = models.PositiveSmallIntegerField(default=0)
+    # Set when the bank was lost: the seat the shoe passes to.
+    next_banker_seat = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["shoe", "seq", "revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["shoe", "seq", "revision"], name="coup_seq_revision_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["idempotency_key"], name="coup_idempotency_key_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["gaming_day", "shoe"])]
+
+    def __str__(self) -> str:
+        return f"{self.shoe} coup {self.seq}"
+
+
+class Stake(AppendOnlyModel):
+    coup = models.ForeignKey(Coup, on_delete=models.PROTECT, related_name="stakes")
+    position = models.PositiveSmallIntegerField()
+    seat = models.PositiveSmallIntegerField(null=True, blank=True)
+    standing = models.CharField(max_length=50, blank=True)
+    announcement = models.CharField(max_length=12, default="none")
+    amount = models.DecimalField(**MONEY)
+    covered = models.DecimalField(**MONEY)
+    declined = models.DecimalField(**MONEY)
+    payout = models.DecimalField(**MONEY)  # the punter's net on this stake
+
+    class Meta:
+        ordering = ["coup", "position"]
+
+
+class Finding(AppendOnlyModel):
+    class Severity(models.TextChoices):
+        WARNING = "warning"
+        CRITICAL = "critical"
+
+    coup = models.ForeignKey(Coup, on_delete=models.PROTECT, related_name="findings")
+    code = models.CharField(max_length=32, db_index=True)
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    side = models.CharField(max_length=8, blank=True)
+    detail = models.JSONField(default=dict)
+    message = models.CharField(max_length=300)
+    tableau_version = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["coup", "id"]

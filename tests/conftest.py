@@ -1,0 +1,134 @@
+"""Plain fixtures: one user per role, a table, an open shoe with a banker turn.
+
+Tests marked `postgres`, `redis` or `browser` skip with a reason on a laptop
+that lacks the service, and FAIL under CI (CI=true), where the service must be
+there.
+"""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _missing(what: str, reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{what} is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"{what} not available: {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _service_markers(request):
+    if request.node.get_closest_marker("postgres"):
+        from django.db import connection
+
+        if connection.vendor != "postgresql":
+            _missing("PostgreSQL", "set DATABASE_URL=postgres://... to run this test")
+    if request.node.get_closest_marker("redis"):
+        from django.conf import settings
+
+        if not settings.REDIS_URL:
+            _missing("Redis", "set REDIS_URL=redis://... to run this test")
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    # Throttle counters live in the cache; tests must not leak them.
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
+def make_user(username: str, role: str | None, **extra):
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username=username, password="pw-" + username, **extra)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def croupier(db):
+    return make_user("croupier1", "croupier")
+
+
+@pytest.fixture
+def croupier2(db):
+    return make_user("croupier2", "croupier")
+
+
+@pytest.fixture
+def pitboss(db):
+    return make_user("pitboss1", "pitboss")
+
+
+@pytest.fixture
+def manager(db):
+    return make_user("manager1", "manager")
+
+
+@pytest.fixture
+def auditor(db):
+    return make_user("auditor1", "auditor")
+
+
+@pytest.fixture
+def outsider(db):
+    return make_user("outsider", None)
+
+
+@pytest.fixture
+def api():
+    from rest_framework.test import APIClient
+
+    return APIClient()
+
+
+@pytest.fixture
+def as_user(api):
+    """as_user(user) -> an APIClient authenticated as that user."""
+
+    def _as(user):
+        api.force_authenticate(user=user)
+        return api
+
+    return _as
+
+
+@pytest.fixture
+def table(db, manager):
+    from tables.services import table_create
+
+    return table_create(
+        user=manager, name="Table 1", seats=9, minimum_banco=Decimal("100.00")
+    )
+
+
+@pytest.fixture
+def session(table, croupier):
+    from tables.services import session_open
+
+    return session_open(table=table, user=croupier)
+
+
+@pytest.fixture
+def shoe(session, croupier):
+    from tables.services import shoe_open
+
+    return shoe_open(session=session, user=croupier, burned=5)
+
+
+@pytest.fixture
+def turn(session, shoe, croupier):
+    """A banker at seat 1 with a bank of 1,000."""
+    from tables.services import banker_turn_open
+
+    return banker_turn_open(
+        session=session, user=croupier, seat=1, bank=Decimal("1000.00")
+    )
