@@ -132,3 +132,10 @@ def turn(session, shoe, croupier):
     return banker_turn_open(
         session=session, user=croupier, seat=1, bank=Decimal("1000.00")
     )
+
+
+def pytest_configure(config):
+    from django.conf import settings
+
+    # Real hashing costs ~0.3 s a user; the tests are about the casino, not PBKDF2.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

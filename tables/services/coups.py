@@ -52,7 +52,7 @@ def _digest(punter, banker, stakes, declared_bank) -> str:
     body = {
         "punter": list(punter), "banker": list(banker),
         "stakes": [
-            [str(s.amount), s.seat, s.standing or None, str(s.announcement)]
+            [f"{s.amount:.2f}", s.seat, s.standing or None, str(s.announcement)]
             for s in stakes
         ],
         "declared_bank": None if declared_bank is None else str(declared_bank),
@@ -185,8 +185,10 @@ def _record_locked(
         decks=shoe.decks, burned=shoe.burned, dealt_before=shoe.dealt,
         seen=shoe.card_counts, new_cards=cards,
     )
-    if declared_bank is not None and declared_bank != turn.bank:
-        findings.append(_bank_mismatch(declared_bank, turn.bank))
+    if declared_bank is not None:
+        mismatch = chemmy.bank_mismatch_finding(declared=declared_bank, carried=turn.bank)
+        if mismatch is not None:
+            findings.append(mismatch)
 
     now = timezone.now()
     lost = settlement.turn_ends
@@ -240,17 +242,6 @@ def _record_locked(
     )
     coup._prefetched_findings = findings
     return RecordResult(coup, True)
-
-
-def _bank_mismatch(declared: Decimal, carried: Decimal) -> chemmy.Finding:
-    return chemmy.Finding(
-        code="bank_mismatch", severity="critical", side="banker",
-        detail={"declared_bank": str(declared), "carried_forward": str(carried)},
-        message=(
-            f"The croupier declared a bank of {declared}, the bank carried forward "
-            f"is {carried}."
-        ),
-    )
 
 
 def _advance_shoe(shoe: Shoe, cards: Sequence[str]) -> None:
