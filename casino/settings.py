@@ -108,6 +108,12 @@ DATABASES = {
         "DATABASE_URL", env.db_url, default=f"sqlite:///{VAR_DIR / 'casino.sqlite3'}"
     )
 }
+_ENGINES = {"django.db.backends.postgresql", "django.db.backends.sqlite3"}
+if DATABASES["default"].get("ENGINE") not in _ENGINES:
+    raise ImproperlyConfigured(
+        "Environment variable DATABASE_URL: use postgres://user:pass@host:port/db "
+        "or sqlite:///path (got an unsupported scheme)"
+    )
 # Persistent connections: a coup is a handful of queries, a new connection per
 # request would cost more than the coup itself.
 DATABASES["default"]["CONN_MAX_AGE"] = _read("CONN_MAX_AGE", env.int, default=60)
@@ -150,6 +156,8 @@ LOGIN_URL = "/accounts/login/"
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+WHITENOISE_USE_FINDERS = DEBUG
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
 MEDIA_ROOT = _read("MEDIA_ROOT", env.path, default=str(VAR_DIR / "media"))
 

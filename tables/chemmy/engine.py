@@ -111,12 +111,13 @@ def evaluate(
     elif must is not punter_drew:
         findings = (_false_draw("punter", p2, b2, None, must),)
 
+    third: int | None = None
     if punter_drew:
-        third: int | None = points[p[2]]
-        pt = (p2 + third) % 10
-        action = tableau.cells[b2 * COLUMNS + 1 + third]
+        value = points[p[2]]
+        third = value
+        pt = (p2 + value) % 10
+        action = tableau.cells[b2 * COLUMNS + 1 + value]
     else:
-        third = None
         pt = p2
         action = tableau.cells[b2 * COLUMNS]
 
@@ -136,8 +137,17 @@ def evaluate(
 
     outcome = _BANKER if bt > pt else _PUNTER if pt > bt else _TIE
     return Verdict(
-        p, b, pt, bt, outcome, None, third, punter_choice, banker_choice,
-        tableau.version, findings,
+        p,
+        b,
+        pt,
+        bt,
+        outcome,
+        None,
+        third,
+        punter_choice,
+        banker_choice,
+        tableau.version,
+        findings,
     )
 
 
@@ -154,9 +164,7 @@ def _natural(
     if len(b) == 3:
         findings += (_after_natural("banker", natural, b[2], total),)
     outcome = _BANKER if b2 > p2 else _PUNTER if p2 > b2 else _TIE
-    return Verdict(
-        p, b, p2, b2, outcome, natural, None, None, None, version, findings
-    )
+    return Verdict(p, b, p2, b2, outcome, natural, None, None, None, version, findings)
 
 
 def _after_natural(side: str, natural: str, card: str, total: int) -> Finding:

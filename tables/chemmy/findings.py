@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
-__all__ = ["FINDING_SEVERITY", "Finding"]
+__all__ = ["FINDING_SEVERITY", "Finding", "FrozenDict"]
 
 # RULES.md's table: code -> severity.
 FINDING_SEVERITY: Final[Mapping[str, str]] = MappingProxyType(
@@ -23,6 +23,26 @@ FINDING_SEVERITY: Final[Mapping[str, str]] = MappingProxyType(
 )
 SIDES: Final = ("punter", "banker", None)
 _RESERVED: Final = frozenset({"code", "severity", "side", "message"})
+
+
+class FrozenDict(dict[str, object]):
+    """A dict that refuses changes: a finding's detail.
+
+    Still a dict, so ``json.dumps`` and a Django JSONField take it as it is;
+    read-only, so one Finding can be shared between verdicts.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a finding's detail is read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, object]]]:
+        # pickle and copy would otherwise rebuild it item by item via __setitem__
+        return (type(self), (dict(self),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +69,8 @@ class Finding:
         clash = _RESERVED.intersection(self.detail)
         if clash:
             raise ValueError(f"detail: reserved key(s) {', '.join(sorted(clash))}")
-        if not isinstance(self.detail, MappingProxyType):
-            # Read-only, so one Finding can be shared between verdicts.
-            object.__setattr__(self, "detail", MappingProxyType(dict(self.detail)))
+        if type(self.detail) is not FrozenDict:
+            object.__setattr__(self, "detail", FrozenDict(self.detail))
 
     @classmethod
     def create(

@@ -202,9 +202,7 @@ def bank_mismatch_finding(*, declared: Decimal, carried: Decimal) -> Finding | N
     )
 
 
-def cagnotte_variance_finding(
-    *, counted: Decimal, computed: Decimal
-) -> Finding | None:
+def cagnotte_variance_finding(*, counted: Decimal, computed: Decimal) -> Finding | None:
     """A ``cagnotte_variance`` finding when the cagnotte box counted at closing
     differs from the commission computed over the session, else None."""
     counted = _decimal(counted, "counted")

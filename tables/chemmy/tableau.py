@@ -105,9 +105,7 @@ class Tableau:
     version: str
     rows: Mapping[int, tuple[Action, ...]] = field(hash=False)
     # rows flattened: cells[total * 11 + column], for the engine's hot path.
-    cells: tuple[Action, ...] = field(
-        init=False, repr=False, compare=False, hash=False
-    )
+    cells: tuple[Action, ...] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.version, str) or not self.version.strip():
@@ -148,7 +146,8 @@ class Tableau:
 
 
 def _literal(version: str, table: Mapping[int, str]) -> Tableau:
-    return Tableau(version=version, rows={t: tuple(row) for t, row in table.items()})
+    rows = {t: tuple(Action(cell) for cell in row) for t, row in table.items()}
+    return Tableau(version=version, rows=rows)
 
 
 # RULES.md's table, cell for cell: stood, then third card 0 1 2 3 4 5 6 7 8 9.

@@ -63,6 +63,7 @@ def table_create(
             commission_unit=commission_unit, minimum_banco=minimum_banco,
             tableau_version=tableau_version, gaming_day_cutoff=gaming_day_cutoff,
         )
+        table.rules = rules
         log_action(
             action="tables.table.created", user=user, device=device, obj=table,
             new={"name": name, "seats": seats, "rules_version": rules.version},
@@ -144,7 +145,8 @@ def _rules_dict(rules: HouseRules) -> dict:
 def session_open(*, table: Table, user, device: str = "") -> TableSession:
     with transaction.atomic():
         table = (
-            Table.objects.select_for_update().select_related("rules").get(pk=table.pk)
+            Table.objects.select_for_update(of=("self",))
+            .select_related("rules").get(pk=table.pk)
         )
         if not table.active:
             raise Conflict("table", "this table is not active")
@@ -190,7 +192,7 @@ def shoe_open(
 ) -> Shoe:
     with transaction.atomic():
         session = (
-            TableSession.objects.select_for_update()
+            TableSession.objects.select_for_update(of=("self",))
             .select_related("table__rules").get(pk=session.pk)
         )
         if not session.is_open:
@@ -245,7 +247,7 @@ def banker_turn_open(
     exactly its standing amount; otherwise the bank is at least the minimum."""
     with transaction.atomic():
         session = (
-            TableSession.objects.select_for_update()
+            TableSession.objects.select_for_update(of=("self",))
             .select_related("table__rules").get(pk=session.pk)
         )
         table = session.table

@@ -105,7 +105,11 @@ def test_coup_error_carries_field_and_message():
     assert str(err) == "punter[1]: unknown card code 'ZZ'"
     assert err.to_dict() == {"field": "punter[1]", "message": "unknown card code 'ZZ'"}
     again = pickle.loads(pickle.dumps(err))
-    assert (again.field, again.message, str(again)) == (err.field, err.message, str(err))
+    assert (again.field, again.message, str(again)) == (
+        err.field,
+        err.message,
+        str(err),
+    )
 
 
 def test_parse_hand_returns_canonical_tuple():

@@ -3,7 +3,9 @@ properties of coups dealt from random shoes (RULES.md)."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 
 import pytest
 from hypothesis import assume, given
@@ -53,7 +55,9 @@ def card(value: int, suit: str = "C") -> str:
 
 # ---------------------------------------------------------------- banker cells
 
-CELLS = sorted(TABLE.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1]))
+CELLS = sorted(
+    TABLE.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+)
 
 
 @pytest.mark.parametrize("banker_draws", [True, False], ids=["draws", "stands"])
@@ -101,7 +105,9 @@ def test_banker_cell(cell, rule, banker_draws):
 def test_banker_false_draw_message():
     verdict = evaluate(["KH", "2H", "6D"], ["KS", "5S"])
     (finding,) = verdict.findings
-    assert finding.message == "Banker stood on 5 against a 6: the tableau requires a draw."
+    assert (
+        finding.message == "Banker stood on 5 against a 6: the tableau requires a draw."
+    )
     verdict = evaluate(["KH", "7H"], ["KS", "6S", "AC"])
     (finding,) = verdict.findings
     assert finding.message == (
@@ -130,7 +136,9 @@ def test_punter_rule(total, punter_draws):
         return
     (finding,) = verdict.findings
     assert (finding.code, finding.side, finding.severity) == (
-        "false_draw", "punter", "warning"
+        "false_draw",
+        "punter",
+        "warning",
     )
     assert dict(finding.detail) == {
         "punter_total": total,
@@ -187,7 +195,9 @@ def test_naturals(punter, banker, natural, totals, outcome):
     assert verdict.outcome is outcome
     assert verdict.findings == ()
     assert (verdict.punter_third, verdict.punter_choice, verdict.banker_choice) == (
-        None, None, None
+        None,
+        None,
+        None,
     )
 
 
@@ -215,7 +225,9 @@ def test_draw_after_natural(punter, banker, side, natural, totals, outcome):
     verdict = evaluate(punter, banker)
     (finding,) = verdict.findings
     assert (finding.code, finding.severity, finding.side) == (
-        "draw_after_natural", "warning", side
+        "draw_after_natural",
+        "warning",
+        side,
     )
     third = (punter if side == "punter" else banker)[2]
     assert dict(finding.detail) == {"natural": natural, "card": third}
@@ -280,7 +292,9 @@ def test_verdict_to_dict_is_json():
                 "punter_third": 6,
                 "required": "draw",
                 "actual": "stand",
-                "message": "Banker stood on 5 against a 6: the tableau requires a draw.",
+                "message": (
+                    "Banker stood on 5 against a 6: the tableau requires a draw."
+                ),
             }
         ],
     }
@@ -295,11 +309,24 @@ def test_verdict_and_finding_are_frozen():
     assert isinstance(verdict, Verdict)
 
 
+def test_verdict_survives_json_pickle_and_deepcopy():
+    verdict = evaluate(["KH", "3H"], ["KS", "7S", "2C"])
+    detail = verdict.findings[0].detail
+    assert json.loads(json.dumps(detail)) == dict(detail)  # a JSONField takes it
+    for again in (pickle.loads(pickle.dumps(verdict)), copy.deepcopy(verdict)):
+        assert again == verdict
+        with pytest.raises(TypeError):
+            again.findings[1].detail.update(actual="stand")  # type: ignore[attr-defined]
+
+
 def test_finding_checks_its_code_and_severity():
     f = Finding("bank_mismatch", "critical", "banker", {"declared_bank": "1"}, "m")
     assert f.to_dict() == {
-        "code": "bank_mismatch", "severity": "critical", "side": "banker",
-        "declared_bank": "1", "message": "m",
+        "code": "bank_mismatch",
+        "severity": "critical",
+        "side": "banker",
+        "declared_bank": "1",
+        "message": "m",
     }
     with pytest.raises(ValueError, match="code"):
         Finding("nonsense", "warning", None, {}, "m")

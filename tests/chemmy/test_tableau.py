@@ -79,7 +79,9 @@ def _rows(**changes):
 
 
 def test_from_dict_builds_a_house_variant():
-    variant = Tableau.from_dict({"version": "house-2", "rows": _rows(**{"5": ["D"] * 11})})
+    variant = Tableau.from_dict(
+        {"version": "house-2", "rows": _rows(**{"5": ["D"] * 11})}
+    )
     assert variant.version == "house-2"
     assert variant.banker_action(5, 9) is Action.DRAW
     assert variant.banker_action(6, 9) is Action.STAND
@@ -172,8 +174,11 @@ def test_punto_banco_has_no_optional_cell_and_differs_where_rules_md_says():
     }
     # banker 3 against a 9 and banker 5 against a 4: the standard's O cells.
     assert cells == {(3, 10), (5, 5)}
-    assert all(a is not Action.OPTIONAL for row in PUNTO_BANCO_TABLEAU.rows.values()
-               for a in row)
+    assert all(
+        a is not Action.OPTIONAL
+        for row in PUNTO_BANCO_TABLEAU.rows.values()
+        for a in row
+    )
 
 
 def test_evaluate_with_punto_banco_records_its_version():

@@ -1,0 +1,62 @@
+"""Settings come from the environment and fail loudly, naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start(**env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=clean,
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "env, variable",
+    [
+        ({"DEBUG": "maybe"}, "DEBUG"),
+        ({"DEBUG": "0"}, "SECRET_KEY"),
+        ({"TIME_ZONE": "Mars/Olympus"}, "TIME_ZONE"),
+        ({"DATABASE_URL": "nosuchdb://x"}, "DATABASE_URL"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"CONN_MAX_AGE": "forever"}, "CONN_MAX_AGE"),
+    ],
+)
+def test_bad_value_fails_at_start_naming_the_variable(env, variable):
+    result = start(**env)
+    assert result.returncode != 0
+    assert variable in result.stderr
+
+
+def test_defaults_start_embedded():
+    result = start()
+    assert result.returncode == 0, result.stderr
+
+
+def test_production_settings_pass_check_deploy():
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    clean.update(DEBUG="0", SECRET_KEY="x" * 60 + "-production-secret-for-the-test",
+                 ALLOWED_HOSTS="casino.example")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_embedded_default_runs_celery_eagerly(settings):
+    if settings.REDIS_URL:
+        assert not settings.CELERY_TASK_ALWAYS_EAGER
+    else:
+        assert settings.CELERY_TASK_ALWAYS_EAGER
