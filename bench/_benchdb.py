@@ -67,33 +67,7 @@ def recreate_database(url: str) -> None:
     from django.core.management import call_command
 
     django.setup()
-    try:
-        call_command("migrate", verbosity=0, interactive=False)
-    except psycopg.ProgrammingError as exc:  # raised unwrapped by mogrify
-        if "placeholders" not in str(exc):
-            raise
-        # casino/migrations/0002 runs raw SQL holding a literal '%' through
-        # schema_editor.execute(sql) with params=(), which makes Django's
-        # PostgreSQL backend format it. Until the migration passes
-        # params=None, migrate with () read as "no parameters".
-        print("bench: WARNING: migrate failed on PostgreSQL "
-              f"({exc}); retrying with the params=None shim")
-        _migrate_with_shim(call_command)
-
-
-def _migrate_with_shim(call_command) -> None:
-    from django.db.backends.postgresql.schema import DatabaseSchemaEditor
-
-    original = DatabaseSchemaEditor.execute
-
-    def execute(self, sql, params=()):
-        return original(self, sql, None if params == () else params)
-
-    DatabaseSchemaEditor.execute = execute
-    try:
-        call_command("migrate", verbosity=0, interactive=False)
-    finally:
-        DatabaseSchemaEditor.execute = original
+    call_command("migrate", verbosity=0, interactive=False)
 
 
 def make_user(username: str, role: str):
@@ -117,49 +91,6 @@ def pg_settings() -> dict:
         return dict(cur.fetchall())
 
 
-SFU_SHIM_ENV = "BENCH_SFU_SHIM"
-
-
-def install_sfu_shim() -> None:
-    """Work around services that lock a row with select_for_update() while
-    select_related() follows a nullable foreign key (session_open, shoe_open,
-    banker_turn_open): PostgreSQL refuses FOR UPDATE on the nullable side of
-    an outer join. The app's fix is select_for_update(of=("self",)); this
-    fills that in only where a caller gave no ``of`` and joins other tables,
-    so it changes nothing once the services are fixed."""
-    from django.db.models.sql.compiler import SQLCompiler
-
-    if getattr(SQLCompiler.as_sql, "_bench_shim", False):
-        return
-    original = SQLCompiler.as_sql
-
-    def as_sql(self, *args, **kwargs):
-        q = self.query
-        if q.select_for_update and not q.select_for_update_of and q.select_related:
-            q.select_for_update_of = ("self",)
-        return original(self, *args, **kwargs)
-
-    as_sql._bench_shim = True
-    SQLCompiler.as_sql = as_sql
-    os.environ[SFU_SHIM_ENV] = "1"  # the server processes install it too
-
-
-def with_sfu_shim(fn, **kwargs):
-    """Call a service; if it fails on PostgreSQL's FOR UPDATE refusal, say
-    so loudly, install the shim and call it again."""
-    from django.db import NotSupportedError
-
-    try:
-        return fn(**kwargs)
-    except NotSupportedError as exc:
-        if "FOR UPDATE" not in str(exc):
-            raise
-        print(f"bench: WARNING: {fn.__name__} fails on PostgreSQL ({exc}); "
-              "measuring with select_for_update(of=('self',)) filled in")
-        install_sfu_shim()
-        return fn(**kwargs)
-
-
 def open_table(user, name: str, *, burned: int = 0):
     """A table with an open session, shoe (6 decks) and banker turn (seat 1,
     bank 100), through the services. Returns (table, session, shoe, turn)."""
@@ -168,10 +99,17 @@ def open_table(user, name: str, *, burned: int = 0):
     from tables import services
 
     table = services.table_create(user=user, name=name, device="bench")
-    session = with_sfu_shim(services.session_open, table=table, user=user,
-                            device="bench")
-    shoe = with_sfu_shim(services.shoe_open, session=session, user=user,
-                         burned=burned, device="bench")
-    turn = with_sfu_shim(services.banker_turn_open, session=session, user=user,
-                         seat=1, bank=Decimal("100.00"), device="bench")
+    session = services.session_open(table=table, user=user, device="bench")
+    shoe = services.shoe_open(session=session, user=user, burned=burned,
+                              device="bench")
+    turn = services.banker_turn_open(session=session, user=user, seat=1,
+                                     bank=Decimal("100.00"), device="bench")
     return table, session, shoe, turn
+
+
+def machine() -> dict:
+    """The figures depend on what else ran: note the load next to them."""
+    import platform
+
+    return {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
+            "python": platform.python_version()}

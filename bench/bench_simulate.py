@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -47,7 +46,6 @@ def main() -> None:
     from tables.simulation import simulate
 
     user = _benchdb.make_user("bench-sim", "croupier")
-    _benchdb.open_table(user, "Probe")  # installs the FOR UPDATE shim if needed
     runs = []
     for r in range(args.repeat):
         before = Coup.objects.count()
@@ -88,7 +86,7 @@ def main() -> None:
         "tables": args.tables, "shoes": args.shoes, "seed": args.seed,
         "best_coups_per_s": best, "median_coups_per_s": median,
         "meets_target": median >= TARGET, "runs": runs,
-        "python": platform.python_version(), "postgres": _benchdb.pg_settings(),
+        "machine": _benchdb.machine(), "postgres": _benchdb.pg_settings(),
     }
     out = _benchdb.OUT_DIR / "simulate.json"
     out.write_text(json.dumps(result, indent=2) + "\n")

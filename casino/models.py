@@ -53,4 +53,5 @@ class ChangeLog(AppendOnlyModel):
         indexes = [models.Index(fields=["object_type", "object_id"])]
 
     def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.action} {self.object_type}#{self.object_id}"
+        when = f"{self.at:%Y-%m-%d %H:%M:%S}"
+        return f"{when} {self.action} {self.object_type}#{self.object_id}"

@@ -131,7 +131,9 @@ if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
 # Celery: with Redis, a real broker; without it, tasks run in-process (embedded).
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
-CELERY_TASK_ALWAYS_EAGER = _read("CELERY_TASK_ALWAYS_EAGER", env.bool, default=not REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = _read(
+    "CELERY_TASK_ALWAYS_EAGER", env.bool, default=not REDIS_URL
+)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -205,5 +207,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", env.str, default="INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": _read("LOG_LEVEL", env.str, default="INFO"),
+    },
 }

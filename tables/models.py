@@ -60,21 +60,28 @@ class Table(models.Model):
 class HouseRules(AppendOnlyModel):
     """One version of a table's house rules. Changing a rule writes a new row."""
 
-    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="rule_versions")
+    table = models.ForeignKey(
+        Table, on_delete=models.PROTECT, related_name="rule_versions"
+    )
     version = models.PositiveIntegerField()
     decks = models.PositiveSmallIntegerField(
         default=6, validators=[MinValueValidator(1), MaxValueValidator(8)]
     )
     commission_rate = models.DecimalField(
-        max_digits=5, decimal_places=4, default=Decimal("0.0500"),
+        max_digits=5,
+        decimal_places=4,
+        default=Decimal("0.0500"),
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("0.5"))],
     )
     commission_unit = models.DecimalField(
-        max_digits=8, decimal_places=2, default=Decimal("0.10"),
+        max_digits=8,
+        decimal_places=2,
+        default=Decimal("0.10"),
         validators=[MinValueValidator(Decimal("0.01"))],
     )
     minimum_banco = models.DecimalField(
-        **MONEY, default=Decimal("100.00"),
+        **MONEY,
+        default=Decimal("100.00"),
         validators=[MinValueValidator(Decimal("0.10"))],
     )
     tableau = models.ForeignKey(TableauVersion, on_delete=models.PROTECT)
@@ -89,7 +96,9 @@ class HouseRules(AppendOnlyModel):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["table", "version"], name="rules_version_unique")
+            models.UniqueConstraint(
+                fields=["table", "version"], name="rules_version_unique"
+            )
         ]
 
     def __str__(self) -> str:
@@ -105,7 +114,10 @@ class TableSession(models.Model):
     )
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
         related_name="+",
     )
 
@@ -113,7 +125,8 @@ class TableSession(models.Model):
         ordering = ["-opened_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["table"], condition=Q(closed_at__isnull=True),
+                fields=["table"],
+                condition=Q(closed_at__isnull=True),
                 name="one_open_session_per_table",
             )
         ]
@@ -127,7 +140,9 @@ class TableSession(models.Model):
 
 
 class Shoe(models.Model):
-    session = models.ForeignKey(TableSession, on_delete=models.PROTECT, related_name="shoes")
+    session = models.ForeignKey(
+        TableSession, on_delete=models.PROTECT, related_name="shoes"
+    )
     number = models.PositiveIntegerField()
     decks = models.PositiveSmallIntegerField(
         validators=[MinValueValidator(1), MaxValueValidator(8)]
@@ -143,9 +158,12 @@ class Shoe(models.Model):
     class Meta:
         ordering = ["session", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "number"], name="shoe_number_unique"),
             models.UniqueConstraint(
-                fields=["session"], condition=Q(closed_at__isnull=True),
+                fields=["session", "number"], name="shoe_number_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(closed_at__isnull=True),
                 name="one_open_shoe_per_session",
             ),
         ]
@@ -170,7 +188,9 @@ class BankerTurn(models.Model):
         PASSED = "passed", "bank passed (suite)"
         SESSION_CLOSED = "session_closed", "session closed"
 
-    session = models.ForeignKey(TableSession, on_delete=models.PROTECT, related_name="turns")
+    session = models.ForeignKey(
+        TableSession, on_delete=models.PROTECT, related_name="turns"
+    )
     number = models.PositiveIntegerField()
     seat = models.PositiveSmallIntegerField()
     opening_bank = models.DecimalField(**MONEY)
@@ -194,9 +214,12 @@ class BankerTurn(models.Model):
     class Meta:
         ordering = ["session", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "number"], name="turn_number_unique"),
             models.UniqueConstraint(
-                fields=["session"], condition=Q(closed_at__isnull=True),
+                fields=["session", "number"], name="turn_number_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(closed_at__isnull=True),
                 name="one_open_turn_per_session",
             ),
         ]
@@ -216,7 +239,9 @@ class Coup(AppendOnlyModel):
         TIE = "tie"
 
     shoe = models.ForeignKey(Shoe, on_delete=models.PROTECT, related_name="coups")
-    turn = models.ForeignKey(BankerTurn, on_delete=models.PROTECT, related_name="coup_set")
+    turn = models.ForeignKey(
+        BankerTurn, on_delete=models.PROTECT, related_name="coup_set"
+    )
     seq = models.PositiveIntegerField()
     # A correction is a new revision of the same (shoe, seq); revision 1 is the
     # coup as entered at the table.

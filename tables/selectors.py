@@ -21,26 +21,34 @@ class LedgerCheck:
         return not self.problems
 
 
-def coup_resettle(coup: Coup, bank: "chemmy.Decimal | None" = None) -> chemmy.Settlement:
+def coup_resettle(coup: Coup, bank: chemmy.Decimal | None = None) -> chemmy.Settlement:
     """Run the engine again on a stored coup (cards, stakes, house rules)."""
     rules = coup.rules
     verdict = chemmy.evaluate(
         coup.punter_cards, coup.banker_cards, tableau=tableau_for(coup.tableau_version)
     )
     stakes = [
-        chemmy.StakeIn(amount=s.amount, seat=s.seat, standing=s.standing or None,
-                       announcement=chemmy.Announcement(s.announcement))
+        chemmy.StakeIn(
+            amount=s.amount,
+            seat=s.seat,
+            standing=s.standing or None,
+            announcement=chemmy.Announcement(s.announcement),
+        )
         for s in coup.stakes.all()
     ]
     coverage = chemmy.cover_stakes(
-        stakes, bank=coup.bank_before if bank is None else bank,
-        banker_seat=coup.banker_seat, seats=coup.shoe.session.table.seats,
+        stakes,
+        bank=coup.bank_before if bank is None else bank,
+        banker_seat=coup.banker_seat,
+        seats=coup.shoe.session.table.seats,
         minimum_banco=rules.minimum_banco,
         # suivi was checked when the coup was recorded; re-check priorities only
         suivi_seat=next((s.seat for s in stakes if s.announcement == "suivi"), None),
     )
     return chemmy.settle(
-        verdict.outcome, coverage, commission_rate=rules.commission_rate,
+        verdict.outcome,
+        coverage,
+        commission_rate=rules.commission_rate,
         commission_unit=rules.commission_unit,
     )
 
@@ -48,7 +56,8 @@ def coup_resettle(coup: Coup, bank: "chemmy.Decimal | None" = None) -> chemmy.Se
 def turn_ledger_verify(turn: BankerTurn) -> LedgerCheck:
     coups = list(
         Coup.objects.filter(turn=turn, revision=1)
-        .select_related("rules", "shoe__session__table").prefetch_related("stakes")
+        .select_related("rules", "shoe__session__table")
+        .prefetch_related("stakes")
         .order_by("created_at", "shoe__number", "seq")
     )
     problems: list[str] = []
@@ -59,10 +68,9 @@ def turn_ledger_verify(turn: BankerTurn) -> LedgerCheck:
             problems.append(f"coup {coup.pk}: bank before {coup.bank_before} != {bank}")
         s = coup_resettle(coup)
         for name in ("covered", "garage", "commission", "bank_after"):
-            if getattr(s, name) != getattr(coup, name):
-                problems.append(
-                    f"coup {coup.pk}: {name} {getattr(coup, name)} != {getattr(s, name)}"
-                )
+            stored, again = getattr(coup, name), getattr(s, name)
+            if stored != again:
+                problems.append(f"coup {coup.pk}: {name} {stored} != {again}")
         settlements.append(s)
         bank = s.bank_after
     ledger = chemmy.turn_ledger(turn.opening_bank, settlements)

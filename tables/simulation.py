@@ -64,8 +64,11 @@ def _stakes(rng: random.Random, table: Table, turn: BankerTurn) -> list:
     unit = table.rules.minimum_banco / 10
     others = [s for s in range(1, table.seats + 1) if s != turn.seat]
     if rng.random() < 0.08:  # someone goes banco
-        return [services.StakeInput(amount=turn.bank, seat=rng.choice(others),
-                                    announcement="banco_solo")]
+        return [
+            services.StakeInput(
+                amount=turn.bank, seat=rng.choice(others), announcement="banco_solo"
+            )
+        ]
     seats = rng.sample(others, k=rng.randint(1, min(5, len(others))))
     return [
         services.StakeInput(amount=unit * rng.choice(STAKE_STEPS), seat=seat)
@@ -78,8 +81,13 @@ def _new_bank(rng: random.Random, table: Table) -> Decimal:
 
 
 def simulate_shoe(
-    *, session: TableSession, user, rng: random.Random, false_draw_rate: float,
-    report: SimulationReport, device: str = "simulate",
+    *,
+    session: TableSession,
+    user,
+    rng: random.Random,
+    false_draw_rate: float,
+    report: SimulationReport,
+    device: str = "simulate",
 ) -> None:
     """Open a shoe, deal it down to the cut card, close it. One transaction per
     shoe keeps a whole night's simulation fast; each coup still goes through
@@ -94,21 +102,29 @@ def simulate_shoe(
     burned = rng.randint(1, 10)
     del cards[-burned:]
     with transaction.atomic():
-        shoe = services.shoe_open(session=session, user=user, burned=burned,
-                                  device=device)
+        shoe = services.shoe_open(
+            session=session, user=user, burned=burned, device=device
+        )
         turn = session.turns.filter(closed_at__isnull=True).first()
         if turn is None:
             last = session.turns.order_by("-number").first()
             seat = services.next_seat(last.seat, table.seats) if last else 1
             turn = services.banker_turn_open(
-                session=session, user=user, seat=seat, bank=_new_bank(rng, table),
+                session=session,
+                user=user,
+                seat=seat,
+                bank=_new_bank(rng, table),
                 device=device,
             )
         while len(cards) >= 7:
             punter, banker = deal_coup(rng, cards, tableau, false_draw_rate, report)
             result = services.coup_record(
-                shoe_id=shoe.pk, user=user, device=device, punter=punter,
-                banker=banker, stakes=_stakes(rng, table, turn),
+                shoe_id=shoe.pk,
+                user=user,
+                device=device,
+                punter=punter,
+                banker=banker,
+                stakes=_stakes(rng, table, turn),
             )
             coup = result.coup
             report.coups += 1
@@ -117,8 +133,11 @@ def simulate_shoe(
             turn.bank = coup.bank_after
             if coup.next_banker_seat is not None:  # bank lost: next seat opens
                 turn = services.banker_turn_open(
-                    session=session, user=user, seat=coup.next_banker_seat,
-                    bank=_new_bank(rng, table), device=device,
+                    session=session,
+                    user=user,
+                    seat=coup.next_banker_seat,
+                    bank=_new_bank(rng, table),
+                    device=device,
                 )
             elif coup.outcome == "banker" and (
                 rng.random() < 0.15 or turn.bank > 16 * table.rules.minimum_banco
@@ -141,7 +160,12 @@ def _pass_bank(rng, session, turn, user, device) -> BankerTurn:
 
 
 def simulate(
-    *, user, tables: int, shoes: int, seed: int, false_draw_rate: float = 0.0,
+    *,
+    user,
+    tables: int,
+    shoes: int,
+    seed: int,
+    false_draw_rate: float = 0.0,
     table_prefix: str = "Sim",
 ) -> SimulationReport:
     if not 0 <= false_draw_rate <= 1:
@@ -157,8 +181,13 @@ def simulate(
             table=table, closed_at__isnull=True
         ).first() or services.session_open(table=table, user=user, device="simulate")
         for _ in range(shoes):
-            simulate_shoe(session=session, user=user, rng=rng,
-                          false_draw_rate=false_draw_rate, report=report)
+            simulate_shoe(
+                session=session,
+                user=user,
+                rng=rng,
+                false_draw_rate=false_draw_rate,
+                report=report,
+            )
         report.tables += 1
         report.table_ids.append(table.pk)
     return report

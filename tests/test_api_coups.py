@@ -15,7 +15,8 @@ D = Decimal
 
 def coup_body(punter=("2H", "3D"), banker=("8C", "TS"), stakes=None, **extra):
     return {
-        "punter": list(punter), "banker": list(banker),
+        "punter": list(punter),
+        "banker": list(banker),
         "stakes": [{"seat": 2, "amount": "300.00"}] if stakes is None else stakes,
         **extra,
     }
@@ -26,8 +27,11 @@ def post(client, url, body=None, **headers):
 
 
 def test_token_then_a_night_at_the_table(api, manager, croupier, pitboss):
-    r = api.post("/api/v1/auth/token/", {"username": "croupier1", "password": "pw-croupier1"},
-                 format="json")
+    r = api.post(
+        "/api/v1/auth/token/",
+        {"username": "croupier1", "password": "pw-croupier1"},
+        format="json",
+    )
     assert r.status_code == 200, r.content
     token = r.json()["token"]
     api.force_authenticate(user=manager)
@@ -40,16 +44,27 @@ def test_token_then_a_night_at_the_table(api, manager, croupier, pitboss):
     session = post(api, f"/api/v1/tables/{table_id}/sessions/").json()
     shoe = post(api, f"/api/v1/sessions/{session['id']}/shoes/", {"burned": 3}).json()
     assert shoe["cards_left"] == 309
-    r = post(api, f"/api/v1/sessions/{session['id']}/turns/", {"seat": 4, "bank": "150"})
+    r = post(
+        api, f"/api/v1/sessions/{session['id']}/turns/", {"seat": 4, "bank": "150"}
+    )
     assert r.status_code == 400 and "bank" in r.json()  # under the minimum banco
-    turn = post(api, f"/api/v1/sessions/{session['id']}/turns/",
-                {"seat": 4, "bank": "1000.00"}).json()
+    turn = post(
+        api, f"/api/v1/sessions/{session['id']}/turns/", {"seat": 4, "bank": "1000.00"}
+    ).json()
 
-    r = post(api, f"/api/v1/shoes/{shoe['id']}/coups/", coup_body(), **{"Idempotency-Key": "a1"})
+    r = post(
+        api,
+        f"/api/v1/shoes/{shoe['id']}/coups/",
+        coup_body(),
+        **{"Idempotency-Key": "a1"},
+    )
     assert r.status_code == 201, r.json()
     c = r.json()
     assert (c["seq"], c["outcome"], c["punter_total"], c["banker_total"]) == (
-        1, "banker", 5, 8,
+        1,
+        "banker",
+        5,
+        8,
     )
     assert (c["covered"], c["garage"], c["commission"]) == ("300.00", "700.00", "15.00")
     assert (c["bank_before"], c["bank_after"]) == ("1000.00", "585.00")
@@ -58,21 +73,40 @@ def test_token_then_a_night_at_the_table(api, manager, croupier, pitboss):
     assert c["stakes"][0]["payout"] == "-300.00"
 
     # the retry of the same key and body: the same coup, 200
-    r2 = post(api, f"/api/v1/shoes/{shoe['id']}/coups/", coup_body(), **{"Idempotency-Key": "a1"})
+    r2 = post(
+        api,
+        f"/api/v1/shoes/{shoe['id']}/coups/",
+        coup_body(),
+        **{"Idempotency-Key": "a1"},
+    )
     assert r2.status_code == 200 and r2.json()["id"] == c["id"]
     # same key, another body: 409
-    r3 = post(api, f"/api/v1/shoes/{shoe['id']}/coups/",
-              coup_body(stakes=[{"seat": 2, "amount": "100"}]), **{"Idempotency-Key": "a1"})
+    r3 = post(
+        api,
+        f"/api/v1/shoes/{shoe['id']}/coups/",
+        coup_body(stakes=[{"seat": 2, "amount": "100"}]),
+        **{"Idempotency-Key": "a1"},
+    )
     assert r3.status_code == 409 and "Idempotency-Key" in r3.json()
 
     # a punter win ends the turn and names the next banker
-    r = post(api, f"/api/v1/shoes/{shoe['id']}/coups/",
-             coup_body(punter=("9H", "KD"), banker=("5C", "2S"),
-                       stakes=[{"seat": 6, "amount": "585.00", "announcement": "banco_solo"}]))
+    r = post(
+        api,
+        f"/api/v1/shoes/{shoe['id']}/coups/",
+        coup_body(
+            punter=("9H", "KD"),
+            banker=("5C", "2S"),
+            stakes=[{"seat": 6, "amount": "585.00", "announcement": "banco_solo"}],
+        ),
+    )
     assert r.status_code == 201, r.json()
     assert r.json()["next_banker_seat"] == 5 and r.json()["bank_after"] == "0.00"
     t = api.get(f"/api/v1/turns/{turn['id']}/").json()
-    assert (t["end"], t["closing_amount"], t["commission_total"]) == ("lost", "700.00", "15.00")
+    assert (t["end"], t["closing_amount"], t["commission_total"]) == (
+        "lost",
+        "700.00",
+        "15.00",
+    )
     r = post(api, f"/api/v1/shoes/{shoe['id']}/coups/", coup_body())
     assert r.status_code == 409 and "turn" in r.json()
 
@@ -104,31 +138,47 @@ def coups_url(shoe, turn):
         (coup_body(stakes=[{"seat": 2}]), "stakes"),
         (coup_body(stakes=[{"amount": "100"}]), "stakes"),
         (coup_body(stakes=[{"seat": 1, "amount": "100"}]), "stakes[0].seat"),
-        (coup_body(stakes=[{"seat": 2, "amount": "100", "announcement": "x"}]), "stakes"),
-        (coup_body(stakes=[{"seat": 2, "amount": "100", "announcement": "banco_solo"}]),
-         "stakes[0].amount"),
+        (
+            coup_body(stakes=[{"seat": 2, "amount": "100", "announcement": "x"}]),
+            "stakes",
+        ),
+        (
+            coup_body(
+                stakes=[{"seat": 2, "amount": "100", "announcement": "banco_solo"}]
+            ),
+            "stakes[0].amount",
+        ),
         (coup_body(declared_bank="-1"), "declared_bank"),
         ({"banker": ["8C", "TS"], "stakes": [{"seat": 2, "amount": "100"}]}, "punter"),
     ],
 )
-def test_refusals_name_the_field_and_write_nothing(as_user, croupier, coups_url, body, field):
+def test_refusals_name_the_field_and_write_nothing(
+    as_user, croupier, coups_url, body, field
+):
     client = as_user(croupier)
     before = (Coup.objects.count(), Stake.objects.count(), ChangeLog.objects.count())
     r = post(client, coups_url, body)
     assert r.status_code == 400, r.content
     assert field in r.json(), r.json()
-    assert (Coup.objects.count(), Stake.objects.count(), ChangeLog.objects.count()) == before
+    assert (
+        Coup.objects.count(),
+        Stake.objects.count(),
+        ChangeLog.objects.count(),
+    ) == before
 
 
 def test_malformed_json_is_a_400(as_user, croupier, coups_url):
-    r = as_user(croupier).post(coups_url, data="{not json", content_type="application/json")
+    r = as_user(croupier).post(
+        coups_url, data="{not json", content_type="application/json"
+    )
     assert r.status_code == 400
     assert "detail" in r.json()
 
 
 def test_wrong_top_level_type_is_a_400(as_user, croupier, coups_url):
-    r = as_user(croupier).post(coups_url, data=json.dumps([1, 2]),
-                               content_type="application/json")
+    r = as_user(croupier).post(
+        coups_url, data=json.dumps([1, 2]), content_type="application/json"
+    )
     assert r.status_code == 400
 
 
@@ -175,25 +225,38 @@ def test_list_and_filter_coups(as_user, croupier, auditor, coups_url, shoe):
     flagged = client.get("/api/v1/coups/", {"has_findings": "true"}).json()
     assert [c["seq"] for c in flagged["results"]] == [2]
     assert flagged["results"][0]["findings"][0]["code"] == "false_draw"
-    clean = client.get("/api/v1/coups/", {"has_findings": "false",
-                                          "table": shoe.session.table_id}).json()
+    clean = client.get(
+        "/api/v1/coups/", {"has_findings": "false", "table": shoe.session.table_id}
+    ).json()
     assert [c["seq"] for c in clean["results"]] == [1]
     day = str(Coup.objects.first().gaming_day)
     assert client.get("/api/v1/coups/", {"gaming_day": day}).json()["count"] == 2
-    assert client.get("/api/v1/coups/", {"gaming_day": "2001-01-01"}).json()["count"] == 0
+    assert (
+        client.get("/api/v1/coups/", {"gaming_day": "2001-01-01"}).json()["count"] == 0
+    )
     one = client.get(f"/api/v1/coups/{flagged['results'][0]['id']}/")
     assert one.status_code == 200 and one.json()["seq"] == 2
 
 
 def test_check_endpoint_stores_nothing(as_user, auditor):
-    r = post(as_user(auditor), "/api/v1/check/", {"punter": ["2h", "3d"], "banker": ["3S", "2C"]})
+    r = post(
+        as_user(auditor),
+        "/api/v1/check/",
+        {"punter": ["2h", "3d"], "banker": ["3S", "2C"]},
+    )
     assert r.status_code == 200
     v = r.json()
-    assert (v["punter"], v["outcome"], v["punter_choice"]) == (["2H", "3D"], "tie", "stand")
+    assert (v["punter"], v["outcome"], v["punter_choice"]) == (
+        ["2H", "3D"],
+        "tie",
+        "stand",
+    )
     assert v["findings"][0]["code"] == "false_draw"
     assert v["findings"][0]["side"] == "banker"
     assert Coup.objects.count() == 0
-    r = post(as_user(auditor), "/api/v1/check/", {"punter": ["2h"], "banker": ["3S", "2C"]})
+    r = post(
+        as_user(auditor), "/api/v1/check/", {"punter": ["2h"], "banker": ["3S", "2C"]}
+    )
     assert r.status_code == 400 and "punter" in r.json()
 
 

@@ -30,12 +30,23 @@ def test_one_line_out_per_line_in(tmp_path, db):
     got = run(tmp_path, [json.dumps(x) for x in LINES] + ["not json"])
     assert [g["id"] for g in got] == ["a", "b", "c", "d", "e", "f", None]
     a, b, c, d, e, f, g = got
-    assert a == {"id": "a", "valid": True, "outcome": "punter", "punter_total": 9,
-                 "banker_total": 7, "natural": "punter", "punter_choice": None,
-                 "banker_choice": None, "findings": []}
+    assert a == {
+        "id": "a",
+        "valid": True,
+        "outcome": "punter",
+        "punter_total": 9,
+        "banker_total": 7,
+        "natural": "punter",
+        "punter_choice": None,
+        "banker_choice": None,
+        "findings": [],
+    }
     assert b["findings"][0]["code"] == "false_draw"
-    assert (b["findings"][0]["side"], b["findings"][0]["required"],
-            b["findings"][0]["actual"]) == ("banker", "draw", "stand")
+    assert (
+        b["findings"][0]["side"],
+        b["findings"][0]["required"],
+        b["findings"][0]["actual"],
+    ) == ("banker", "draw", "stand")
     assert c["valid"] is False and c["error"].startswith("punter[1]")
     assert d["valid"] is False and d["error"].startswith("punter")
     assert e == {"id": "e", "valid": False, "error": "punter: this field is required"}
@@ -45,8 +56,10 @@ def test_one_line_out_per_line_in(tmp_path, db):
 
 
 def test_streams_without_holding_the_input(tmp_path, db):
-    lines = [json.dumps({"id": i, "punter": ["2H", "3D"], "banker": ["3S", "2C"]})
-             for i in range(30_000)]
+    lines = [
+        json.dumps({"id": i, "punter": ["2H", "3D"], "banker": ["3S", "2C"]})
+        for i in range(30_000)
+    ]
     src = tmp_path / "big.jsonl"
     src.write_text("\n".join(lines))
     del lines

@@ -30,14 +30,22 @@ def test_log_rows_refuse_update_and_delete_in_python(table):
 
 def test_every_floor_write_is_logged(shoe, turn, croupier):
     services.coup_record(
-        shoe_id=shoe.pk, user=croupier, punter=["2H", "3D"], banker=["8C", "TS"],
-        stakes=[services.StakeInput(amount=Decimal("100"), seat=2)], device="tab-3",
+        shoe_id=shoe.pk,
+        user=croupier,
+        punter=["2H", "3D"],
+        banker=["8C", "TS"],
+        stakes=[services.StakeInput(amount=Decimal("100"), seat=2)],
+        device="tab-3",
     )
     services.banker_turn_pass(turn=turn, user=croupier)
     actions = list(ChangeLog.objects.values_list("action", flat=True))
     assert actions == [
-        "tables.house_rules.changed", "tables.table.created", "tables.session.opened",
-        "tables.shoe.opened", "tables.turn.opened", "tables.coup.recorded",
+        "tables.house_rules.changed",
+        "tables.table.created",
+        "tables.session.opened",
+        "tables.shoe.opened",
+        "tables.turn.opened",
+        "tables.coup.recorded",
         "tables.turn.passed",
     ]
 
@@ -56,7 +64,10 @@ def test_every_floor_write_is_logged(shoe, turn, croupier):
 )
 def test_postgres_triggers_refuse_direct_sql(shoe, turn, croupier, sql):
     services.coup_record(
-        shoe_id=shoe.pk, user=croupier, punter=["2H", "2D", "6C"], banker=["3S", "2C"],
+        shoe_id=shoe.pk,
+        user=croupier,
+        punter=["2H", "2D", "6C"],
+        banker=["3S", "2C"],
         stakes=[services.StakeInput(amount=Decimal("100"), seat=2)],
     )
     with pytest.raises(DatabaseError, match="append-only"):

@@ -36,11 +36,16 @@ def record(shoe, user, cards, stakes, **kw):
 
 
 def test_banker_win_takes_commission_and_carries_forward(shoe, turn, croupier):
-    result = record(shoe, croupier, BANKER_WINS, [stake("300", seat=2), stake("200", 5)])
+    result = record(
+        shoe, croupier, BANKER_WINS, [stake("300", seat=2), stake("200", 5)]
+    )
     coup = result.coup
     assert result.created
     assert (coup.seq, coup.outcome, coup.covered, coup.garage) == (
-        1, "banker", D("500.00"), D("500.00"),
+        1,
+        "banker",
+        D("500.00"),
+        D("500.00"),
     )
     assert coup.commission == D("25.00")
     assert coup.bank_before == D("1000.00")
@@ -63,22 +68,36 @@ def test_commission_rounds_half_up_to_ten_cents(shoe, turn, croupier):
 
 
 def test_next_coup_uses_carried_forward_bank(shoe, turn, croupier):
-    record(shoe, croupier, BANKER_WINS, [stake("1000", seat=2, announcement="banco_solo")])
+    record(
+        shoe, croupier, BANKER_WINS, [stake("1000", seat=2, announcement="banco_solo")]
+    )
     # bank is now 1000 + 1000 - 50 = 1950: a banco solo must be that amount
     with pytest.raises(CoupError) as err:
-        record(shoe, croupier, BANKER_WINS,
-               [stake("1000", seat=3, announcement="banco_solo")])
+        record(
+            shoe,
+            croupier,
+            BANKER_WINS,
+            [stake("1000", seat=3, announcement="banco_solo")],
+        )
     assert err.value.field.startswith("stakes[0]")
-    coup = record(shoe, croupier, BANKER_WINS,
-                  [stake("1950", seat=3, announcement="banco_solo")]).coup
+    coup = record(
+        shoe, croupier, BANKER_WINS, [stake("1950", seat=3, announcement="banco_solo")]
+    ).coup
     assert (coup.seq, coup.bank_before, coup.commission, coup.bank_after) == (
-        2, D("1950.00"), D("97.50"), D("3802.50"),
+        2,
+        D("1950.00"),
+        D("97.50"),
+        D("3802.50"),
     )
 
 
 def test_punter_win_loses_the_bank_and_names_next_banker(shoe, turn, croupier):
     coup = record(shoe, croupier, PUNTER_WINS, [stake("400", seat=4)]).coup
-    assert (coup.outcome, coup.bank_after, coup.commission) == ("punter", D("0"), D("0"))
+    assert (coup.outcome, coup.bank_after, coup.commission) == (
+        "punter",
+        D("0"),
+        D("0"),
+    )
     assert coup.garage == D("600.00")
     assert coup.next_banker_seat == 2
     turn.refresh_from_db()
@@ -92,16 +111,25 @@ def test_punter_win_loses_the_bank_and_names_next_banker(shoe, turn, croupier):
 
 def test_tie_moves_no_money(shoe, turn, croupier):
     coup = record(shoe, croupier, TIE, [stake("250", seat=2)]).coup
-    assert (coup.outcome, coup.commission, coup.bank_after) == ("tie", D("0"), D("250.00"))
+    assert (coup.outcome, coup.commission, coup.bank_after) == (
+        "tie",
+        D("0"),
+        D("250.00"),
+    )
     assert list(coup.stakes.values_list("payout", flat=True)) == [D("0.00")]
 
 
 def test_false_draw_is_recorded_not_refused(shoe, turn, croupier):
     # banker 5 stands against the punter's third card 6: the tableau says draw
-    coup = record(shoe, croupier, (["2H", "2D", "6C"], ["3S", "2C"]),
-                  [stake("100", seat=2)]).coup
+    coup = record(
+        shoe, croupier, (["2H", "2D", "6C"], ["3S", "2C"]), [stake("100", seat=2)]
+    ).coup
     finding = Finding.objects.get(coup=coup)
-    assert (finding.code, finding.side, finding.severity) == ("false_draw", "banker", "warning")
+    assert (finding.code, finding.side, finding.severity) == (
+        "false_draw",
+        "banker",
+        "warning",
+    )
     assert finding.detail["required"] == "draw"
     assert finding.detail["actual"] == "stand"
     assert finding.tableau_version == "chemmy-standard-1"
@@ -109,12 +137,14 @@ def test_false_draw_is_recorded_not_refused(shoe, turn, croupier):
 
 
 def test_bank_mismatch_is_critical(shoe, turn, croupier):
-    coup = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)],
-                  declared_bank=D("1200.00")).coup
+    coup = record(
+        shoe, croupier, BANKER_WINS, [stake("100", seat=2)], declared_bank=D("1200.00")
+    ).coup
     f = Finding.objects.get(coup=coup)
     assert (f.code, f.severity) == ("bank_mismatch", "critical")
-    ok = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)],
-                declared_bank=D("195.00")).coup  # 1000 - 900 garage + 100 - 5
+    ok = record(
+        shoe, croupier, BANKER_WINS, [stake("100", seat=2)], declared_bank=D("195.00")
+    ).coup  # 1000 - 900 garage + 100 - 5
     assert ok.finding_count == 0
 
 
@@ -123,9 +153,15 @@ def test_card_count_exceeded_and_deal_below_seven(db, session, croupier):
     services.banker_turn_open(session=session, user=croupier, seat=1, bank=D("1000"))
     first = record(small, croupier, (["4S", "4S"], ["9D", "QD"]), [stake("10", seat=2)])
     f = Finding.objects.get(coup=first.coup)
-    assert (f.code, f.severity, f.detail["card"]) == ("card_count_exceeded", "critical", "4S")
+    assert (f.code, f.severity, f.detail["card"]) == (
+        "card_count_exceeded",
+        "critical",
+        "4S",
+    )
     # 52 - 40 - 4 = 8 left: fine; then 4 left: below seven
-    second = record(small, croupier, (["2H", "5D"], ["3C", "4C"]), [stake("10", seat=2)])
+    second = record(
+        small, croupier, (["2H", "5D"], ["3C", "4C"]), [stake("10", seat=2)]
+    )
     assert second.coup.finding_count == 0
     third = record(small, croupier, (["6H", "KD"], ["7C", "2C"]), [stake("10", seat=2)])
     codes = set(third.coup.findings.values_list("code", flat=True))
@@ -142,16 +178,26 @@ def test_idempotent_retry_returns_the_same_coup(shoe, turn, croupier):
     assert again.coup.pk == first.coup.pk
     assert Coup.objects.count() == 1
     with pytest.raises(Conflict) as err:
-        record(shoe, croupier, BANKER_WINS, [stake("301", seat=2)],
-               idempotency_key="tab-1-0001")
+        record(
+            shoe,
+            croupier,
+            BANKER_WINS,
+            [stake("301", seat=2)],
+            idempotency_key="tab-1-0001",
+        )
     assert err.value.field == "Idempotency-Key"
     assert Coup.objects.count() == 1
 
 
 def test_lower_case_retry_is_the_same_body(shoe, turn, croupier):
     record(shoe, croupier, BANKER_WINS, [stake("300", seat=2)], idempotency_key="k")
-    again = record(shoe, croupier, (["2h", "3d"], ["8c", "10s"]), [stake("300.00", 2)],
-                   idempotency_key="k")
+    again = record(
+        shoe,
+        croupier,
+        (["2h", "3d"], ["8c", "10s"]),
+        [stake("300.00", 2)],
+        idempotency_key="k",
+    )
     assert not again.created
 
 
@@ -193,8 +239,9 @@ def test_closed_shoe_refuses(shoe, turn, croupier):
 
 
 def test_change_log_row_for_each_coup(shoe, turn, croupier):
-    coup = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)],
-                  device="tablet-7").coup
+    coup = record(
+        shoe, croupier, BANKER_WINS, [stake("100", seat=2)], device="tablet-7"
+    ).coup
     row = ChangeLog.objects.get(action="tables.coup.recorded")
     assert (row.user, row.device, row.object_id) == (croupier, "tablet-7", str(coup.pk))
     assert row.new["commission"] == "5.00"
@@ -214,9 +261,15 @@ def test_suivi_only_for_the_banco_who_lost(shoe, turn, croupier):
     with pytest.raises(CoupError):
         record(shoe, croupier, BANKER_WINS, [stake("1000", 3, announcement="suivi")])
     record(shoe, croupier, BANKER_WINS, [stake("1000", 3, announcement="banco_solo")])
-    coup = record(shoe, croupier, TIE, [
-        stake("1950", 3, announcement="suivi"), stake("1950", 2, announcement="banco_solo"),
-    ]).coup
+    coup = record(
+        shoe,
+        croupier,
+        TIE,
+        [
+            stake("1950", 3, announcement="suivi"),
+            stake("1950", 2, announcement="banco_solo"),
+        ],
+    ).coup
     assert coup.punter_seat == 3  # suivi has priority over a banco solo
 
 
@@ -226,7 +279,9 @@ def test_gaming_day_follows_the_cut_off(shoe, turn, croupier, monkeypatch):
     monkeypatch.setattr("django.utils.timezone.now", lambda: late)
     coup = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)]).coup
     assert str(coup.gaming_day) == "2026-03-13"
-    assert services.gaming_day_for(datetime(2026, 3, 14, 6, 0, tzinfo=paris), 6).day == 14
+    assert (
+        services.gaming_day_for(datetime(2026, 3, 14, 6, 0, tzinfo=paris), 6).day == 14
+    )
 
 
 def test_coups_are_append_only(shoe, turn, croupier):

@@ -13,12 +13,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start(**env) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}
+    }
     clean.update(env)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env=clean,
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -45,12 +52,21 @@ def test_defaults_start_embedded():
 
 
 def test_production_settings_pass_check_deploy():
-    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    clean.update(DEBUG="0", SECRET_KEY="x" * 60 + "-production-secret-for-the-test",
-                 ALLOWED_HOSTS="casino.example")
+    clean = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}
+    }
+    clean.update(
+        DEBUG="0",
+        SECRET_KEY="x" * 60 + "-production-secret-for-the-test",
+        ALLOWED_HOSTS="casino.example",
+    )
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -32,7 +32,9 @@ def test_a_clean_night_has_no_findings_and_a_sound_ledger(croupier):
 def test_injected_false_draws_are_each_found_once(croupier):
     report = simulate(user=croupier, tables=1, shoes=2, seed=5, false_draw_rate=0.2)
     assert report.false_draws_injected > 10
-    assert Finding.objects.filter(code="false_draw").count() == report.false_draws_injected
+    assert (
+        Finding.objects.filter(code="false_draw").count() == report.false_draws_injected
+    )
     assert Finding.objects.exclude(code="false_draw").count() == 0
 
 
@@ -45,8 +47,17 @@ def test_the_ledger_check_catches_a_wrong_bank(croupier):
 
 
 def test_command_prints_a_summary(croupier, capsys):
-    call_command("simulate", "--tables", "1", "--shoes", "1", "--seed", "4",
-                 "--false-draw-rate", "0.05")
+    call_command(
+        "simulate",
+        "--tables",
+        "1",
+        "--shoes",
+        "1",
+        "--seed",
+        "4",
+        "--false-draw-rate",
+        "0.05",
+    )
     out = capsys.readouterr().out
     assert "1 tables, 1 shoes" in out and "coups/s" in out
     assert Coup.objects.count() > 50

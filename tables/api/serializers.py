@@ -7,7 +7,16 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from .. import chemmy
-from ..models import BankerTurn, Coup, Finding, HouseRules, Shoe, Stake, Table, TableSession
+from ..models import (
+    BankerTurn,
+    Coup,
+    Finding,
+    HouseRules,
+    Shoe,
+    Stake,
+    Table,
+    TableSession,
+)
 
 MAX_MONEY = Decimal("999999999999.99")
 
@@ -22,8 +31,9 @@ def money_field(**kwargs) -> serializers.DecimalField:
 def hand_field() -> serializers.ListField:
     return serializers.ListField(
         child=serializers.CharField(max_length=3, trim_whitespace=True),
-        min_length=2, max_length=3,
-        help_text="Card codes in the order dealt to that side, e.g. [\"9H\", \"KD\"].",
+        min_length=2,
+        max_length=3,
+        help_text='Card codes in the order dealt to that side, e.g. ["9H", "KD"].',
     )
 
 
@@ -42,8 +52,14 @@ class HouseRulesSerializer(serializers.ModelSerializer):
     class Meta:
         model = HouseRules
         fields = [
-            "version", "decks", "commission_rate", "commission_unit", "minimum_banco",
-            "tableau_version", "gaming_day_cutoff", "created_at",
+            "version",
+            "decks",
+            "commission_rate",
+            "commission_unit",
+            "minimum_banco",
+            "tableau_version",
+            "gaming_day_cutoff",
+            "created_at",
         ]
 
 
@@ -65,8 +81,11 @@ class TableCreateSerializer(serializers.Serializer):
     seats = serializers.IntegerField(min_value=2, max_value=12, default=9)
     decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
     commission_rate = serializers.DecimalField(
-        max_digits=5, decimal_places=4, min_value=Decimal("0"),
-        max_value=Decimal("0.5"), default=Decimal("0.05"),
+        max_digits=5,
+        decimal_places=4,
+        min_value=Decimal("0"),
+        max_value=Decimal("0.5"),
+        default=Decimal("0.05"),
     )
     commission_unit = money_field(default=Decimal("0.10"))
     minimum_banco = money_field(default=Decimal("100.00"))
@@ -81,7 +100,12 @@ class SessionSerializer(serializers.ModelSerializer):
     class Meta:
         model = TableSession
         fields = [
-            "id", "table", "gaming_day", "opened_at", "opened_by", "closed_at",
+            "id",
+            "table",
+            "gaming_day",
+            "opened_at",
+            "opened_by",
+            "closed_at",
             "closed_by",
         ]
 
@@ -98,8 +122,17 @@ class ShoeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Shoe
         fields = [
-            "id", "session", "number", "decks", "burned", "dealt", "cards_left",
-            "coups", "next_seq", "opened_at", "closed_at",
+            "id",
+            "session",
+            "number",
+            "decks",
+            "burned",
+            "dealt",
+            "cards_left",
+            "coups",
+            "next_seq",
+            "opened_at",
+            "closed_at",
         ]
 
     def get_coups(self, shoe) -> int:
@@ -115,9 +148,20 @@ class TurnSerializer(serializers.ModelSerializer):
     class Meta:
         model = BankerTurn
         fields = [
-            "id", "session", "number", "seat", "opening_bank", "took_passed_bank",
-            "bank", "coups", "garage_total", "commission_total", "opened_at",
-            "closed_at", "end", "closing_amount",
+            "id",
+            "session",
+            "number",
+            "seat",
+            "opening_bank",
+            "took_passed_bank",
+            "bank",
+            "coups",
+            "garage_total",
+            "commission_total",
+            "opened_at",
+            "closed_at",
+            "end",
+            "closing_amount",
         ]
 
 
@@ -131,8 +175,9 @@ class PassResultSerializer(serializers.Serializer):
 
 
 class StakeInSerializer(serializers.Serializer):
-    seat = serializers.IntegerField(min_value=1, max_value=12, required=False,
-                                    allow_null=True)
+    seat = serializers.IntegerField(
+        min_value=1, max_value=12, required=False, allow_null=True
+    )
     standing = serializers.CharField(max_length=50, required=False, allow_blank=True)
     amount = money_field()
     announcement = serializers.ChoiceField(
@@ -152,10 +197,15 @@ class StakeInSerializer(serializers.Serializer):
 class CoupInSerializer(serializers.Serializer):
     punter = hand_field()
     banker = hand_field()
-    stakes = serializers.ListField(child=StakeInSerializer(), min_length=1, max_length=40)
+    stakes = serializers.ListField(
+        child=StakeInSerializer(), min_length=1, max_length=40
+    )
     declared_bank = money_field(required=False, allow_null=True)
     expected_seq = serializers.IntegerField(
-        min_value=1, max_value=10_000, required=False, allow_null=True,
+        min_value=1,
+        max_value=10_000,
+        required=False,
+        allow_null=True,
         help_text="The sequence number the tablet expects this coup to get; "
         "a different one is a 409 (the shoe moved on).",
     )
@@ -165,8 +215,14 @@ class StakeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Stake
         fields = [
-            "position", "seat", "standing", "announcement", "amount", "covered",
-            "declined", "payout",
+            "position",
+            "seat",
+            "standing",
+            "announcement",
+            "amount",
+            "covered",
+            "declined",
+            "payout",
         ]
 
 
@@ -187,13 +243,40 @@ class CoupSerializer(serializers.ModelSerializer):
     class Meta:
         model = Coup
         fields = [
-            "id", "table", "session", "shoe", "turn", "seq", "revision", "gaming_day",
-            "created_at", "entered_by", "device", "punter_cards", "banker_cards",
-            "punter_total", "banker_total", "outcome", "natural", "punter_choice",
-            "banker_choice", "banker_seat", "punter_seat", "punter_standing",
-            "declared_bank", "bank_before", "covered", "garage", "commission",
-            "bank_after", "next_banker_seat", "cards_left_before", "cards_left",
-            "tableau_version", "stakes", "findings",
+            "id",
+            "table",
+            "session",
+            "shoe",
+            "turn",
+            "seq",
+            "revision",
+            "gaming_day",
+            "created_at",
+            "entered_by",
+            "device",
+            "punter_cards",
+            "banker_cards",
+            "punter_total",
+            "banker_total",
+            "outcome",
+            "natural",
+            "punter_choice",
+            "banker_choice",
+            "banker_seat",
+            "punter_seat",
+            "punter_standing",
+            "declared_bank",
+            "bank_before",
+            "covered",
+            "garage",
+            "commission",
+            "bank_after",
+            "next_banker_seat",
+            "cards_left_before",
+            "cards_left",
+            "tableau_version",
+            "stakes",
+            "findings",
         ]
 
     def get_cards_left(self, coup) -> int:

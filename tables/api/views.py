@@ -20,7 +20,9 @@ from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
 from . import serializers as s
 
 ERRORS = {
-    400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; names the field"),
+    400: OpenApiResponse(
+        s.ErrorSerializer, description="Invalid input; names the field"
+    ),
     401: OpenApiResponse(s.ErrorSerializer, description="Not signed in"),
     403: OpenApiResponse(s.ErrorSerializer, description="Role not allowed"),
     404: OpenApiResponse(s.ErrorSerializer, description="No such object"),
@@ -34,9 +36,9 @@ def errors(*codes: int) -> dict:
 
 def device_of(request) -> str:
     """Which tablet: the X-Device header, else the user agent."""
-    return (
-        request.headers.get("X-Device") or request.headers.get("User-Agent") or ""
-    )[:200]
+    return (request.headers.get("X-Device") or request.headers.get("User-Agent") or "")[
+        :200
+    ]
 
 
 class TokenView(APIView):
@@ -54,13 +56,16 @@ class TokenView(APIView):
         data = s.TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = authenticate(
-            request, username=data.validated_data["username"],
+            request,
+            username=data.validated_data["username"],
             password=data.validated_data["password"],
         )
         if user is None or not user.is_active:
             return Response(
-                {"password": ["unknown user or wrong password"],
-                 "detail": "unknown user or wrong password"},
+                {
+                    "password": ["unknown user or wrong password"],
+                    "detail": "unknown user or wrong password",
+                },
                 status=status.HTTP_400_BAD_REQUEST,
             )
         token, _ = Token.objects.get_or_create(user=user)
@@ -108,7 +113,8 @@ class SessionOpenView(APIView):
     permission_classes = [Can("session.open")]
 
     @extend_schema(
-        request=None, responses={201: s.SessionSerializer, **errors(401, 403, 404, 409)},
+        request=None,
+        responses={201: s.SessionSerializer, **errors(401, 403, 404, 409)},
         summary="Open a session at a table",
     )
     def post(self, request, pk: int):
@@ -116,7 +122,9 @@ class SessionOpenView(APIView):
         session = services.session_open(
             table=table, user=request.user, device=device_of(request)
         )
-        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+        return Response(
+            s.SessionSerializer(session).data, status=status.HTTP_201_CREATED
+        )
 
 
 class SessionFilter(filters.FilterSet):
@@ -166,7 +174,9 @@ class ShoeOpenView(APIView):
         data = s.ShoeOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         shoe = services.shoe_open(
-            session=session, user=request.user, device=device_of(request),
+            session=session,
+            user=request.user,
+            device=device_of(request),
             **data.validated_data,
         )
         return Response(s.ShoeSerializer(shoe).data, status=status.HTTP_201_CREATED)
@@ -186,7 +196,8 @@ class ShoeCloseView(APIView):
     )
     def post(self, request, pk: int):
         shoe = services.shoe_close(
-            shoe=get_object_or_404(Shoe, pk=pk), user=request.user,
+            shoe=get_object_or_404(Shoe, pk=pk),
+            user=request.user,
             device=device_of(request),
         )
         return Response(s.ShoeSerializer(shoe).data)
@@ -205,7 +216,9 @@ class TurnOpenView(APIView):
         data = s.TurnOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         turn = services.banker_turn_open(
-            session=session, user=request.user, device=device_of(request),
+            session=session,
+            user=request.user,
+            device=device_of(request),
             **data.validated_data,
         )
         return Response(s.TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
@@ -226,7 +239,9 @@ class TurnPassView(APIView):
         summary="Pass the bank (suite)",
     )
     def post(self, request, pk: int):
-        turn = get_object_or_404(BankerTurn.objects.select_related("session__table"), pk=pk)
+        turn = get_object_or_404(
+            BankerTurn.objects.select_related("session__table"), pk=pk
+        )
         turn = services.banker_turn_pass(
             turn=turn, user=request.user, device=device_of(request)
         )
@@ -258,8 +273,10 @@ class CoupFilter(filters.FilterSet):
         fields = ["table", "session", "shoe", "gaming_day", "outcome"]
 
     def filter_has_findings(self, queryset, name, value):
-        return queryset.filter(finding_count__gt=0) if value else queryset.filter(
-            finding_count=0
+        return (
+            queryset.filter(finding_count__gt=0)
+            if value
+            else queryset.filter(finding_count=0)
         )
 
 
@@ -283,7 +300,10 @@ class CoupRecordView(APIView):
         request=s.CoupInSerializer,
         parameters=[
             OpenApiParameter(
-                "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
                 description="Created on the tablet; a retry with the same key and "
                 "body returns the same coup (200), another body is a 409.",
             )
@@ -302,17 +322,23 @@ class CoupRecordView(APIView):
         key = (request.headers.get("Idempotency-Key") or "").strip() or None
         if key is not None and len(key) > 100:
             return Response(
-                {"Idempotency-Key": ["at most 100 characters"],
-                 "detail": "Idempotency-Key: at most 100 characters"},
+                {
+                    "Idempotency-Key": ["at most 100 characters"],
+                    "detail": "Idempotency-Key: at most 100 characters",
+                },
                 status=status.HTTP_400_BAD_REQUEST,
             )
         if not Shoe.objects.filter(pk=pk).exists():
             return Response({"detail": "No shoe with this id."}, status=404)
         result = services.coup_record(
-            shoe_id=pk, user=request.user, device=device_of(request),
-            punter=v["punter"], banker=v["banker"],
+            shoe_id=pk,
+            user=request.user,
+            device=device_of(request),
+            punter=v["punter"],
+            banker=v["banker"],
             stakes=[services.StakeInput(**st) for st in v["stakes"]],
-            declared_bank=v.get("declared_bank"), expected_seq=v.get("expected_seq"),
+            declared_bank=v.get("declared_bank"),
+            expected_seq=v.get("expected_seq"),
             idempotency_key=key,
         )
         coup = coups_queryset().get(pk=result.coup.pk)
@@ -337,10 +363,11 @@ class CheckView(APIView):
         row = TableauVersion.objects.filter(version=v["tableau_version"]).first()
         if row is None:
             return Response(
-                {"tableau_version": ["unknown tableau version"],
-                 "detail": "tableau_version: unknown tableau version"},
+                {
+                    "tableau_version": ["unknown tableau version"],
+                    "detail": "tableau_version: unknown tableau version",
+                },
                 status=status.HTTP_400_BAD_REQUEST,
             )
         verdict = chemmy.evaluate(v["punter"], v["banker"], tableau=row.as_engine())
         return Response(verdict.to_dict())
-

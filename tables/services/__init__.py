@@ -16,8 +16,18 @@ from .floor import (
 )
 
 __all__ = [
-    "RecordResult", "StakeInput", "banker_turn_open", "banker_turn_pass",
-    "coup_record", "gaming_day_for", "house_rules_change", "next_seat",
-    "passed_bank_offer", "session_close", "session_open", "shoe_close", "shoe_open",
+    "RecordResult",
+    "StakeInput",
+    "banker_turn_open",
+    "banker_turn_pass",
+    "coup_record",
+    "gaming_day_for",
+    "house_rules_change",
+    "next_seat",
+    "passed_bank_offer",
+    "session_close",
+    "session_open",
+    "shoe_close",
+    "shoe_open",
     "table_create",
 ]

@@ -50,7 +50,8 @@ def tableau_for(version: str) -> chemmy.Tableau:
 
 def _digest(punter, banker, stakes, declared_bank) -> str:
     body = {
-        "punter": list(punter), "banker": list(banker),
+        "punter": list(punter),
+        "banker": list(banker),
         "stakes": [
             [f"{s.amount:.2f}", s.seat, s.standing or None, str(s.announcement)]
             for s in stakes
@@ -84,7 +85,9 @@ def _engine_stakes(stakes: Sequence[StakeInput]) -> list[chemmy.StakeIn]:
             ) from None
         out.append(
             chemmy.StakeIn(
-                amount=s.amount, seat=s.seat, standing=s.standing or None,
+                amount=s.amount,
+                seat=s.seat,
+                standing=s.standing or None,
                 announcement=announcement,
             )
         )
@@ -117,9 +120,15 @@ def coup_record(
     try:
         with transaction.atomic():
             return _record_locked(
-                shoe_id=shoe_id, user=user, device=device,
-                punter=punter_cards, banker=banker_cards, stakes=engine_stakes,
-                declared_bank=declared_bank, key=idempotency_key, digest=digest,
+                shoe_id=shoe_id,
+                user=user,
+                device=device,
+                punter=punter_cards,
+                banker=banker_cards,
+                stakes=engine_stakes,
+                declared_bank=declared_bank,
+                key=idempotency_key,
+                digest=digest,
                 expected_seq=expected_seq,
             )
     except IntegrityError:
@@ -143,7 +152,16 @@ def _lock_shoe(shoe_id: int) -> Shoe:
 
 
 def _record_locked(
-    *, shoe_id, user, device, punter, banker, stakes, declared_bank, key, digest,
+    *,
+    shoe_id,
+    user,
+    device,
+    punter,
+    banker,
+    stakes,
+    declared_bank,
+    key,
+    digest,
     expected_seq,
 ) -> RecordResult:
     shoe = _lock_shoe(shoe_id)
@@ -162,7 +180,8 @@ def _record_locked(
         )
     turn = (
         BankerTurn.objects.select_for_update()
-        .filter(session_id=session.pk, closed_at__isnull=True).first()
+        .filter(session_id=session.pk, closed_at__isnull=True)
+        .first()
     )
     if turn is None:
         raise Conflict("turn", "no open banker turn: open one before dealing")
@@ -174,47 +193,78 @@ def _record_locked(
     tableau = tableau_for(rules.tableau.version)
     verdict = chemmy.evaluate(punter, banker, tableau=tableau)
     coverage = chemmy.cover_stakes(
-        stakes, bank=turn.bank, banker_seat=turn.seat, seats=table.seats,
-        minimum_banco=rules.minimum_banco, suivi_seat=turn.suivi_seat,
+        stakes,
+        bank=turn.bank,
+        banker_seat=turn.seat,
+        seats=table.seats,
+        minimum_banco=rules.minimum_banco,
+        suivi_seat=turn.suivi_seat,
     )
     settlement = chemmy.settle(
-        verdict.outcome, coverage, commission_rate=rules.commission_rate,
+        verdict.outcome,
+        coverage,
+        commission_rate=rules.commission_rate,
         commission_unit=rules.commission_unit,
     )
     findings = list(verdict.findings) + chemmy.shoe_findings(
-        decks=shoe.decks, burned=shoe.burned, dealt_before=shoe.dealt,
-        seen=shoe.card_counts, new_cards=cards,
+        decks=shoe.decks,
+        burned=shoe.burned,
+        dealt_before=shoe.dealt,
+        seen=shoe.card_counts,
+        new_cards=cards,
     )
     if declared_bank is not None:
-        mismatch = chemmy.bank_mismatch_finding(declared=declared_bank, carried=turn.bank)
+        mismatch = chemmy.bank_mismatch_finding(
+            declared=declared_bank, carried=turn.bank
+        )
         if mismatch is not None:
             findings.append(mismatch)
 
     now = timezone.now()
     lost = settlement.turn_ends
     coup = Coup.objects.create(
-        shoe=shoe, turn=turn, seq=shoe.next_seq, rules=rules,
+        shoe=shoe,
+        turn=turn,
+        seq=shoe.next_seq,
+        rules=rules,
         tableau_version=tableau.version,
-        gaming_day=gaming_day_for(now, rules.gaming_day_cutoff), created_at=now,
-        entered_by=user, device=device[:200], idempotency_key=key or None,
-        request_digest=digest, punter_cards=list(punter), banker_cards=list(banker),
-        punter_total=verdict.punter_total, banker_total=verdict.banker_total,
-        outcome=verdict.outcome.value, natural=verdict.natural or "",
+        gaming_day=gaming_day_for(now, rules.gaming_day_cutoff),
+        created_at=now,
+        entered_by=user,
+        device=device[:200],
+        idempotency_key=key or None,
+        request_digest=digest,
+        punter_cards=list(punter),
+        banker_cards=list(banker),
+        punter_total=verdict.punter_total,
+        banker_total=verdict.banker_total,
+        outcome=verdict.outcome.value,
+        natural=verdict.natural or "",
         punter_choice=verdict.punter_choice or "",
         banker_choice=verdict.banker_choice or "",
-        banker_seat=turn.seat, punter_seat=coverage.punter_seat,
+        banker_seat=turn.seat,
+        punter_seat=coverage.punter_seat,
         punter_standing=coverage.punter_standing or "",
-        declared_bank=declared_bank, bank_before=settlement.bank_before,
-        covered=settlement.covered, garage=settlement.garage,
-        commission=settlement.commission, bank_after=settlement.bank_after,
-        cards_left_before=shoe.cards_left, finding_count=len(findings),
+        declared_bank=declared_bank,
+        bank_before=settlement.bank_before,
+        covered=settlement.covered,
+        garage=settlement.garage,
+        commission=settlement.commission,
+        bank_after=settlement.bank_after,
+        cards_left_before=shoe.cards_left,
+        finding_count=len(findings),
         next_banker_seat=next_seat(turn.seat, table.seats) if lost else None,
     )
     Stake.objects.bulk_create(
         Stake(
-            coup=coup, position=c.index, seat=c.stake.seat,
-            standing=c.stake.standing or "", announcement=c.stake.announcement.value,
-            amount=c.stake.amount, covered=c.covered, declined=c.declined,
+            coup=coup,
+            position=c.index,
+            seat=c.stake.seat,
+            standing=c.stake.standing or "",
+            announcement=c.stake.announcement.value,
+            amount=c.stake.amount,
+            covered=c.covered,
+            declined=c.declined,
             payout=payout,
         )
         for c, payout in zip(coverage.stakes, settlement.payouts, strict=True)
@@ -222,8 +272,12 @@ def _record_locked(
     if findings:
         Finding.objects.bulk_create(
             Finding(
-                coup=coup, code=f.code, severity=f.severity, side=f.side or "",
-                detail=dict(f.detail), message=f.message,
+                coup=coup,
+                code=f.code,
+                severity=f.severity,
+                side=f.side or "",
+                detail=dict(f.detail),
+                message=f.message,
                 tableau_version=tableau.version,
             )
             for f in findings
@@ -231,11 +285,18 @@ def _record_locked(
     _advance_shoe(shoe, cards)
     _advance_turn(turn, coup, coverage, settlement, now)
     log_action(
-        action="tables.coup.recorded", user=user, device=device, obj=coup,
+        action="tables.coup.recorded",
+        user=user,
+        device=device,
+        obj=coup,
         new={
-            "shoe": shoe.pk, "seq": coup.seq, "punter": coup.punter_cards,
-            "banker": coup.banker_cards, "outcome": coup.outcome,
-            "covered": coup.covered, "commission": coup.commission,
+            "shoe": shoe.pk,
+            "seq": coup.seq,
+            "punter": coup.punter_cards,
+            "banker": coup.banker_cards,
+            "outcome": coup.outcome,
+            "covered": coup.covered,
+            "commission": coup.commission,
             "bank_after": coup.bank_after,
             "findings": [f.code for f in findings],
         },
@@ -259,7 +320,11 @@ def _advance_turn(turn: BankerTurn, coup: Coup, coverage, settlement, now) -> No
     turn.garage_total += settlement.garage
     turn.commission_total += settlement.commission
     turn.suivi_seat = None
-    holder = coverage.stakes[coverage.punter_index] if coverage.punter_index is not None else None
+    holder = (
+        coverage.stakes[coverage.punter_index]
+        if coverage.punter_index is not None
+        else None
+    )
     if (
         settlement.outcome == chemmy.Outcome.BANKER
         and holder is not None

@@ -58,14 +58,23 @@ def table_create(
             raise Invalid("name", f"a table named {name!r} already exists")
         table = Table.objects.create(name=name, seats=seats)
         rules = house_rules_change(
-            table=table, user=user, device=device, reason="table created",
-            decks=decks, commission_rate=commission_rate,
-            commission_unit=commission_unit, minimum_banco=minimum_banco,
-            tableau_version=tableau_version, gaming_day_cutoff=gaming_day_cutoff,
+            table=table,
+            user=user,
+            device=device,
+            reason="table created",
+            decks=decks,
+            commission_rate=commission_rate,
+            commission_unit=commission_unit,
+            minimum_banco=minimum_banco,
+            tableau_version=tableau_version,
+            gaming_day_cutoff=gaming_day_cutoff,
         )
         table.rules = rules
         log_action(
-            action="tables.table.created", user=user, device=device, obj=table,
+            action="tables.table.created",
+            user=user,
+            device=device,
+            obj=table,
             new={"name": name, "seats": seats, "rules_version": rules.version},
         )
     return table
@@ -77,8 +86,12 @@ def house_rules_change(
     """Write a new version of a table's house rules (the old one stays, and
     every coup keeps the version it was checked against)."""
     allowed = {
-        "decks", "commission_rate", "commission_unit", "minimum_banco",
-        "tableau_version", "gaming_day_cutoff",
+        "decks",
+        "commission_rate",
+        "commission_unit",
+        "minimum_banco",
+        "tableau_version",
+        "gaming_day_cutoff",
     }
     unknown = set(changes) - allowed
     if unknown:
@@ -101,18 +114,26 @@ def house_rules_change(
         try:
             tableau = TableauVersion.objects.get(version=tableau_name)
         except TableauVersion.DoesNotExist:
-            raise Invalid("tableau_version", f"unknown tableau {tableau_name!r}") from None
+            raise Invalid(
+                "tableau_version", f"unknown tableau {tableau_name!r}"
+            ) from None
         _validate_rules(values)
         rules = HouseRules.objects.create(
-            table=table, version=(current.version + 1) if current else 1,
-            tableau=tableau, created_by=user if user and user.is_authenticated else None,
+            table=table,
+            version=(current.version + 1) if current else 1,
+            tableau=tableau,
+            created_by=user if user and user.is_authenticated else None,
             **values,
         )
         Table.objects.filter(pk=table.pk).update(rules=rules)
         table.rules = rules
         log_action(
-            action="tables.house_rules.changed", user=user, device=device, obj=table,
-            reason=reason, old=_rules_dict(current) if current else None,
+            action="tables.house_rules.changed",
+            user=user,
+            device=device,
+            obj=table,
+            reason=reason,
+            old=_rules_dict(current) if current else None,
             new=_rules_dict(rules),
         )
     return rules
@@ -134,10 +155,12 @@ def _validate_rules(values: dict) -> None:
 
 def _rules_dict(rules: HouseRules) -> dict:
     return {
-        "version": rules.version, "decks": rules.decks,
+        "version": rules.version,
+        "decks": rules.decks,
         "commission_rate": rules.commission_rate,
         "commission_unit": rules.commission_unit,
-        "minimum_banco": rules.minimum_banco, "tableau": rules.tableau.version,
+        "minimum_banco": rules.minimum_banco,
+        "tableau": rules.tableau.version,
         "gaming_day_cutoff": rules.gaming_day_cutoff,
     }
 
@@ -146,7 +169,8 @@ def session_open(*, table: Table, user, device: str = "") -> TableSession:
     with transaction.atomic():
         table = (
             Table.objects.select_for_update(of=("self",))
-            .select_related("rules").get(pk=table.pk)
+            .select_related("rules")
+            .get(pk=table.pk)
         )
         if not table.active:
             raise Conflict("table", "this table is not active")
@@ -154,11 +178,16 @@ def session_open(*, table: Table, user, device: str = "") -> TableSession:
             raise Conflict("table", "this table already has an open session")
         now = timezone.now()
         session = TableSession.objects.create(
-            table=table, opened_at=now, opened_by=user,
+            table=table,
+            opened_at=now,
+            opened_by=user,
             gaming_day=gaming_day_for(now, table.rules.gaming_day_cutoff),
         )
         log_action(
-            action="tables.session.opened", user=user, device=device, obj=session,
+            action="tables.session.opened",
+            user=user,
+            device=device,
+            obj=session,
             new={"table": table.pk, "gaming_day": session.gaming_day},
         )
     return session
@@ -180,20 +209,28 @@ def session_close(*, session: TableSession, user, device: str = "") -> TableSess
         session.closed_by = user
         session.save(update_fields=["closed_at", "closed_by"])
         log_action(
-            action="tables.session.closed", user=user, device=device, obj=session,
+            action="tables.session.closed",
+            user=user,
+            device=device,
+            obj=session,
             new={"closed_at": session.closed_at},
         )
     return session
 
 
 def shoe_open(
-    *, session: TableSession, user, decks: int | None = None, burned: int = 0,
+    *,
+    session: TableSession,
+    user,
+    decks: int | None = None,
+    burned: int = 0,
     device: str = "",
 ) -> Shoe:
     with transaction.atomic():
         session = (
             TableSession.objects.select_for_update(of=("self",))
-            .select_related("table__rules").get(pk=session.pk)
+            .select_related("table__rules")
+            .get(pk=session.pk)
         )
         if not session.is_open:
             raise Conflict("session", "this session is closed")
@@ -206,13 +243,23 @@ def shoe_open(
             raise Invalid("burned", f"must be between 0 and {52 * decks - 7}")
         number = session.shoes.count() + 1
         shoe = Shoe.objects.create(
-            session=session, number=number, decks=decks, burned=burned,
+            session=session,
+            number=number,
+            decks=decks,
+            burned=burned,
             opened_at=timezone.now(),
         )
         log_action(
-            action="tables.shoe.opened", user=user, device=device, obj=shoe,
-            new={"session": session.pk, "number": number, "decks": decks,
-                 "burned": burned},
+            action="tables.shoe.opened",
+            user=user,
+            device=device,
+            obj=shoe,
+            new={
+                "session": session.pk,
+                "number": number,
+                "decks": decks,
+                "burned": burned,
+            },
         )
     return shoe
 
@@ -225,14 +272,22 @@ def shoe_close(*, shoe: Shoe, user, device: str = "") -> Shoe:
         shoe.closed_at = timezone.now()
         shoe.save(update_fields=["closed_at"])
         log_action(
-            action="tables.shoe.closed", user=user, device=device, obj=shoe,
-            new={"dealt": shoe.dealt, "cards_left": shoe.cards_left,
-                 "coups": shoe.next_seq - 1},
+            action="tables.shoe.closed",
+            user=user,
+            device=device,
+            obj=shoe,
+            new={
+                "dealt": shoe.dealt,
+                "cards_left": shoe.cards_left,
+                "coups": shoe.next_seq - 1,
+            },
         )
     return shoe
 
 
-def passed_bank_offer(session: TableSession) -> tuple[BankerTurn | None, Decimal | None]:
+def passed_bank_offer(
+    session: TableSession,
+) -> tuple[BankerTurn | None, Decimal | None]:
     """The bank standing on offer after a pass, if no turn has opened since."""
     last = session.turns.order_by("-number").first()
     if last is not None and last.end == BankerTurn.End.PASSED:
@@ -248,7 +303,8 @@ def banker_turn_open(
     with transaction.atomic():
         session = (
             TableSession.objects.select_for_update(of=("self",))
-            .select_related("table__rules").get(pk=session.pk)
+            .select_related("table__rules")
+            .get(pk=session.pk)
         )
         table = session.table
         if not session.is_open:
@@ -262,15 +318,24 @@ def banker_turn_open(
         took_passed = offer is not None and bank == offer and seat != last.seat
         if not took_passed and bank < table.rules.minimum_banco:
             raise Invalid(
-                "bank", f"must be at least the minimum banco {table.rules.minimum_banco}"
+                "bank",
+                f"must be at least the minimum banco {table.rules.minimum_banco}",
             )
         turn = BankerTurn.objects.create(
-            session=session, number=(last.number + 1) if last else 1, seat=seat,
-            opening_bank=bank, bank=bank, took_passed_bank=took_passed,
-            opened_at=timezone.now(), opened_by=user,
+            session=session,
+            number=(last.number + 1) if last else 1,
+            seat=seat,
+            opening_bank=bank,
+            bank=bank,
+            took_passed_bank=took_passed,
+            opened_at=timezone.now(),
+            opened_by=user,
         )
         log_action(
-            action="tables.turn.opened", user=user, device=device, obj=turn,
+            action="tables.turn.opened",
+            user=user,
+            device=device,
+            obj=turn,
             new={"seat": seat, "bank": bank, "took_passed_bank": took_passed},
         )
     return turn
@@ -293,12 +358,21 @@ def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
     turn.closed_at = timezone.now()
     turn.end = end
     turn.closing_amount = (
-        turn.garage_total if end == BankerTurn.End.LOST else turn.bank + turn.garage_total
+        turn.garage_total
+        if end == BankerTurn.End.LOST
+        else turn.bank + turn.garage_total
     )
     turn.save(update_fields=["closed_at", "end", "closing_amount"])
     log_action(
-        action=f"tables.turn.{end}", user=user, device=device, obj=turn,
-        new={"bank": turn.bank, "garage_total": turn.garage_total,
-             "commission_total": turn.commission_total,
-             "closing_amount": turn.closing_amount, "coups": turn.coups},
+        action=f"tables.turn.{end}",
+        user=user,
+        device=device,
+        obj=turn,
+        new={
+            "bank": turn.bank,
+            "garage_total": turn.garage_total,
+            "commission_total": turn.commission_total,
+            "closing_amount": turn.closing_amount,
+            "coups": turn.coups,
+        },
     )

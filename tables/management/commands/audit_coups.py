@@ -30,15 +30,23 @@ def audit_line(line: str, tableau) -> dict:
     ident = obj.get("id")
     for side in ("punter", "banker"):
         if side not in obj:
-            return {"id": ident, "valid": False, "error": f"{side}: this field is required"}
+            return {
+                "id": ident,
+                "valid": False,
+                "error": f"{side}: this field is required",
+            }
     try:
         verdict = evaluate(obj["punter"], obj["banker"], tableau=tableau)
     except CoupError as exc:
         return {"id": ident, "valid": False, "error": str(exc)}
     return {
-        "id": ident, "valid": True, "outcome": verdict.outcome.value,
-        "punter_total": verdict.punter_total, "banker_total": verdict.banker_total,
-        "natural": verdict.natural, "punter_choice": verdict.punter_choice,
+        "id": ident,
+        "valid": True,
+        "outcome": verdict.outcome.value,
+        "punter_total": verdict.punter_total,
+        "banker_total": verdict.banker_total,
+        "natural": verdict.natural,
+        "punter_choice": verdict.punter_choice,
         "banker_choice": verdict.banker_choice,
         "findings": [f.to_dict() for f in verdict.findings],
     }
@@ -49,8 +57,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="JSON Lines file, or - for standard input")
-        parser.add_argument("--tableau", default=STANDARD_TABLEAU.version,
-                            help="Tableau version to audit against.")
+        parser.add_argument(
+            "--tableau",
+            default=STANDARD_TABLEAU.version,
+            help="Tableau version to audit against.",
+        )
 
     def handle(self, *args, file, tableau, **options):
         if tableau == STANDARD_TABLEAU.version:

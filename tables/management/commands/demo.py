@@ -12,10 +12,12 @@ from django.db import transaction
 
 from tables import services
 from tables.models import Table
-from tables.simulation import simulate_shoe, SimulationReport
+from tables.simulation import SimulationReport, simulate_shoe
 
 USERS = (
-    ("croupier", "croupier"), ("pitboss", "pitboss"), ("manager", "manager"),
+    ("croupier", "croupier"),
+    ("pitboss", "pitboss"),
+    ("manager", "manager"),
     ("auditor", "auditor"),
 )
 TABLES = (
@@ -48,14 +50,23 @@ class Command(BaseCommand):
             croupier = User.objects.get(username="croupier")
             for name, minimum in TABLES:
                 if not Table.objects.filter(name=name).exists():
-                    services.table_create(user=manager, name=name,
-                                          minimum_banco=minimum, device="demo")
+                    services.table_create(
+                        user=manager, name=name, minimum_banco=minimum, device="demo"
+                    )
             first = Table.objects.get(name=TABLES[0][0])
             if not first.sessions.exists():
-                session = services.session_open(table=first, user=croupier, device="demo")
+                session = services.session_open(
+                    table=first, user=croupier, device="demo"
+                )
                 report = SimulationReport()
-                simulate_shoe(session=session, user=croupier, rng=random.Random(7),
-                              false_draw_rate=0.03, report=report, device="demo")
+                simulate_shoe(
+                    session=session,
+                    user=croupier,
+                    rng=random.Random(7),
+                    false_draw_rate=0.03,
+                    report=report,
+                    device="demo",
+                )
                 self.stdout.write(
                     f"Simulated one shoe at {first.name}: {report.coups} coups, "
                     f"{report.findings} findings, commission {report.commission}."
@@ -65,5 +76,7 @@ class Command(BaseCommand):
             for username, role, password in created:
                 self.stdout.write(f"  {username:<10} {role:<9} {password}")
         else:
-            self.stdout.write("Demo data already loaded; no password is shown again "
-                              "(reset one with: manage.py changepassword USER).")
+            self.stdout.write(
+                "Demo data already loaded; no password is shown again "
+                "(reset one with: manage.py changepassword USER)."
+            )

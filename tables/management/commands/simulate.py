@@ -16,19 +16,26 @@ class Command(BaseCommand):
         parser.add_argument("--shoes", type=int, default=1)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--false-draw-rate", type=float, default=0.0)
-        parser.add_argument("--user", default="simulator",
-                            help="Recorded as the croupier (created if missing).")
+        parser.add_argument(
+            "--user",
+            default="simulator",
+            help="Recorded as the croupier (created if missing).",
+        )
 
     def handle(self, *args, tables, shoes, seed, false_draw_rate, user, **options):
         if tables < 1 or shoes < 1:
             raise CommandError("--tables and --shoes must be at least 1")
         if not 0 <= false_draw_rate <= 1:
             raise CommandError("--false-draw-rate must be between 0 and 1")
-        User = get_user_model()
-        actor, _ = User.objects.get_or_create(username=user)
+        actor, _ = get_user_model().objects.get_or_create(username=user)
         start = time.perf_counter()
-        report = simulate(user=actor, tables=tables, shoes=shoes, seed=seed,
-                          false_draw_rate=false_draw_rate)
+        report = simulate(
+            user=actor,
+            tables=tables,
+            shoes=shoes,
+            seed=seed,
+            false_draw_rate=false_draw_rate,
+        )
         elapsed = time.perf_counter() - start
         self.stdout.write(
             f"{report.tables} tables, {report.shoes} shoes, {report.coups} coups "
