@@ -70,7 +70,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "casino",
     "tables",
+    "tables.tablet",
     "audit",
+    "audit.reports",
 ]
 
 MIDDLEWARE = [

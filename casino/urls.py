@@ -13,6 +13,11 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/v1/", include("tables.api.urls")),
+    path("api/v1/", include("audit.api_urls")),
+    path("api/v1/reports/", include("audit.reports.api_urls")),
+    path("tablet/", include("tables.tablet.urls")),
+    path("floor/", include("audit.urls")),
+    path("reports/", include("audit.reports.urls")),
     path("", include("tables.urls")),
 ]
 

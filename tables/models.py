@@ -326,3 +326,35 @@ class Finding(AppendOnlyModel):
 
     class Meta:
         ordering = ["coup", "id"]
+
+
+class DailyRollup(models.Model):
+    """Per table, gaming day, croupier and banker seat: the sums a commission
+    report needs, kept up to date in the same transaction as each coup (and
+    each correction), so a year's report reads thousands of rows, not millions.
+    Always equal to a recomputation from the current coup revisions (tested)."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    gaming_day = models.DateField()
+    croupier = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    banker_seat = models.PositiveSmallIntegerField()
+    coups = models.IntegerField(default=0)
+    banker_wins = models.IntegerField(default=0)
+    punter_wins = models.IntegerField(default=0)
+    ties = models.IntegerField(default=0)
+    covered = models.DecimalField(**MONEY, default=Decimal("0"))
+    # sum of covered², for the variance of the commission (stake mix)
+    covered_sq = models.DecimalField(max_digits=32, decimal_places=4, default=0)
+    commission = models.DecimalField(**MONEY, default=Decimal("0"))
+    findings = models.JSONField(default=dict)  # code -> count
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["table", "gaming_day", "croupier", "banker_seat"],
+                name="rollup_cell_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["gaming_day", "table"])]

@@ -61,3 +61,14 @@ def test_command_prints_a_summary(croupier, capsys):
     out = capsys.readouterr().out
     assert "1 tables, 1 shoes" in out and "coups/s" in out
     assert Coup.objects.count() > 50
+
+
+def test_rollups_equal_a_recomputation(croupier, croupier2):
+    from tables.rollups import rollup_recompute, rollup_snapshot
+
+    simulate(user=croupier, tables=2, shoes=1, seed=8, false_draw_rate=0.1)
+    simulate(user=croupier2, tables=1, shoes=1, seed=9, false_draw_rate=0.1)
+    stored, again = rollup_snapshot(), rollup_recompute()
+    assert stored == again
+    assert sum(c["coups"] for c in stored.values()) == Coup.objects.count()
+    assert sum(c["findings"].get("false_draw", 0) for c in stored.values()) > 0

@@ -22,6 +22,7 @@ from casino.changelog import log_action
 from .. import chemmy
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, Coup, Finding, Shoe, Stake, TableauVersion
+from ..rollups import rollup_apply
 from .floor import gaming_day_for, next_seat
 
 BANCO = {chemmy.Announcement.BANCO_SOLO, chemmy.Announcement.SUIVI}
@@ -282,6 +283,7 @@ def _record_locked(
             )
             for f in findings
         )
+    rollup_apply(coup, [f.code for f in findings], table_id=table.pk)
     _advance_shoe(shoe, cards)
     _advance_turn(turn, coup, coverage, settlement, now)
     log_action(

@@ -1,0 +1,218 @@
+"""The coup endpoint against the bare one, over HTTP on loopback.
+
+Run from the project root:  .venv/bin/python bench/bench_http.py
+    [--clients 1,8,32] [--duration 8] [--warmup 1.5]
+    [--worker-class gthread] [--workers 3] [--threads 4]
+
+A fresh PostgreSQL database (see _benchdb.py), gunicorn in the background
+(stopped by its pid at the end, also on error), and for each client count N:
+N concurrent keep-alive clients (asyncio, in a process of their own) post to
+POST /api/v1/bench/bare/ (DRF + token auth + one INSERT), then N clients post
+real coups, each to its own table, dealt from a shuffled shoe with an
+Idempotency-Key, opening a new banker turn when the bank is lost and a new
+shoe at the cut card. Targets (the issue): coup throughput >= half the bare
+endpoint's, and the coup p99 at 8 clients <= 1.5x the bare p99.
+Prints a table and writes var/bench/http.json. Afterwards every 201 must
+match a stored row (Coup rows, bare change-log rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _benchdb  # noqa: E402
+import _loadgen  # noqa: E402
+
+TARGET_RATIO, TARGET_P99_FACTOR = 0.5, 1.5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def setup(clients: list[int]) -> tuple[str, dict[int, list[dict]]]:
+    """A croupier with a token, and one table per client of each run."""
+    from rest_framework.authtoken.models import Token
+
+    user = _benchdb.make_user("bench-croupier", "croupier")
+    token = Token.objects.create(user=user).key
+    tables = {}
+    for n in clients:
+        tables[n] = []
+        for i in range(n):
+            _, session, shoe, _ = _benchdb.open_table(user, f"Bench N{n} #{i}")
+            tables[n].append({"session": session.pk, "shoe": shoe.pk})
+    return token, tables
+
+
+def start_server(args, port: int) -> tuple[subprocess.Popen, list[str]]:
+    cmd = [sys.executable, "-m", "gunicorn", "casino.wsgi:application",
+           "-b", f"127.0.0.1:{port}", "-k", args.worker_class,
+           "-w", str(args.workers), "--threads", str(args.threads),
+           "--keep-alive", "5", "--log-level", "warning",
+           "--chdir", str(_benchdb.ROOT)]
+    log = open(_benchdb.OUT_DIR / "gunicorn.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # ready when a worker answers
+        if proc.poll() is not None:
+            sys.exit("gunicorn exited; see var/bench/gunicorn.log")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/v1/bench/bare/")  # 401/405: no row
+            conn.getresponse().read()
+            conn.close()
+            return proc, cmd
+        except OSError:
+            time.sleep(0.2)
+    stop_server(proc)
+    sys.exit("gunicorn did not answer within 30 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)  # its own group: master and workers
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def summarise(kind: str, n: int, r: dict, duration: float) -> dict:
+    lat = sorted(r["latencies"])
+    count = max(len(lat), 1)
+    return {
+        "endpoint": kind, "clients": n, "requests": len(lat),
+        "per_s": round(len(lat) / duration, 1),
+        "p50_ms": round(pct(lat, 50) * 1000, 2),
+        "p99_ms": round(pct(lat, 99) * 1000, 2),
+        "server_cpu_ms_per_req": round(r["server_cpu_s"] / count * 1000, 2),
+        "postgres_cpu_ms_per_req": round(r["postgres_cpu_s"] / count * 1000, 2),
+        "client_cpu_pct": round(100 * r["client_cpu_s"] / duration, 1),
+        "aux_requests": r["aux"], "total_201": r["done_201"], "errors": r["errors"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--warmup", type=float, default=1.5)
+    parser.add_argument("--worker-class", default="gthread",
+                        choices=["sync", "gthread"])
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    if args.worker_class == "sync":
+        args.threads = 1  # more threads would make gunicorn switch to gthread
+    clients = [int(c) for c in args.clients.split(",")]
+    if not 0 < args.duration <= 60 or max(clients) > 64:
+        sys.exit("--duration must be in (0, 60] s and at most 64 clients")
+
+    url = _benchdb.configure()
+    print(f"database: {url} (dropped and re-created)")
+    _benchdb.recreate_database(url)
+    token, tables = setup(clients)
+    from django.db import connection
+
+    connection.close()
+    port = free_port()
+    proc, cmd = start_server(args, port)
+    print(f"server: {' '.join(cmd[1:])}  (pid {proc.pid})")
+    rows = []
+    try:
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            for n in clients:
+                for kind in ("bare", "coup"):
+                    cfg = {"kind": kind, "clients": n, "port": port, "token": token,
+                           "warmup": args.warmup, "duration": args.duration,
+                           "tables": tables[n], "tag": f"{kind}{n}",
+                           "master": proc.pid, "db": url.rsplit("/", 1)[1]}
+                    r = pool.apply(_loadgen.run, (cfg,))
+                    rows.append(summarise(kind, n, r, args.duration))
+                    print(f"  {kind:4s} x{n:<3d} {rows[-1]['per_s']:8.1f}/s",
+                          flush=True)
+    finally:
+        stop_server(proc)
+    report(args, cmd, clients, rows)
+
+
+def report(args, cmd, clients, rows) -> None:
+    from casino.models import ChangeLog
+    from tables.models import Coup
+
+    by = {(r["endpoint"], r["clients"]): r for r in rows}
+    coups_201 = sum(r["total_201"] for r in rows if r["endpoint"] == "coup")
+    bare_201 = sum(r["total_201"] for r in rows if r["endpoint"] == "bare")
+    coup_rows = Coup.objects.count()
+    bare_rows = ChangeLog.objects.filter(action="bench.bare").count()
+    correct = coups_201 == coup_rows and bare_201 == bare_rows
+    print(f"\n{'N':>3} {'endpoint':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+          f"{'srv CPU':>8} {'pg CPU':>7} {'client':>7} {'aux':>5} errors")
+    ratios = {}
+    for n in clients:
+        for kind in ("bare", "coup"):
+            r = by[(kind, n)]
+            print(f"{n:3d} {kind:8} {r['per_s']:8.1f} {r['p50_ms']:8.2f} "
+                  f"{r['p99_ms']:8.2f} {r['server_cpu_ms_per_req']:6.2f}ms "
+                  f"{r['postgres_cpu_ms_per_req']:5.2f}ms "
+                  f"{r['client_cpu_pct']:6.1f}% {r['aux_requests']:5d} "
+                  f"{sum(r['errors'].values()) or '-'}")
+        bare, coup = by[("bare", n)], by[("coup", n)]
+        ratios[n] = {"throughput": round(coup["per_s"] / bare["per_s"], 3),
+                     "p99": round(coup["p99_ms"] / bare["p99_ms"], 3)}
+        print(f"    coup/bare: throughput {ratios[n]['throughput']:.2f} "
+              f"(target >= {TARGET_RATIO}), p99 {ratios[n]['p99']:.2f}x"
+              + (f" (target <= {TARGET_P99_FACTOR}x)" if n == 8 else ""))
+    meets = all(x["throughput"] >= TARGET_RATIO for x in ratios.values())
+    if 8 in ratios:
+        meets = meets and ratios[8]["p99"] <= TARGET_P99_FACTOR
+    print("srv/pg CPU: gunicorn workers' and PostgreSQL backends' CPU per request "
+          "(coups: incl. their share of turn/shoe calls, 'aux')")
+    print(f"correctness: {coups_201} coup 201s, {coup_rows} Coup rows; "
+          f"{bare_201} bare 201s, {bare_rows} rows -> "
+          f"{'OK' if correct else 'MISMATCH'}")
+    print(f"targets: {'met' if meets else 'MISSED'}")
+    result = {
+        "benchmark": "http", "server": cmd[1:], "worker_class": args.worker_class,
+        "workers": args.workers, "threads": args.threads,
+        "duration_s": args.duration, "warmup_s": args.warmup, "results": rows,
+        "ratios": ratios, "targets": {"throughput_ratio_min": TARGET_RATIO,
+                                      "p99_factor_max_at_8": TARGET_P99_FACTOR},
+        "meets_targets": meets, "correct": correct,
+        "correctness": {"coup_201": coups_201, "coup_rows": coup_rows,
+                        "bare_201": bare_201, "bare_rows": bare_rows},
+        "machine": _benchdb.machine(), "postgres": _benchdb.pg_settings(),
+    }
+    out = _benchdb.OUT_DIR / "http.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written: {out.relative_to(_benchdb.ROOT)}")
+    if not correct:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

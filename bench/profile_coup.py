@@ -1,0 +1,162 @@
+"""Where a coup's time goes: queries per request and a cProfile of the coup
+endpoint, in-process (DRF's APIClient, no network) against PostgreSQL.
+
+Run from the project root:  .venv/bin/python bench/profile_coup.py
+    [--coups N] [--top 30] [--sql]
+
+Prints, for the coup endpoint and for the bare endpoint: queries per request,
+wall time per request, the queries of one coup request (--sql: in full), the
+functions with the most cumulative time, and a split of the coup request's
+time into areas (database round trips, ORM, DRF, engine...). Writes
+var/bench/profile_coup.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import random
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _benchdb  # noqa: E402
+
+# Areas of a coup request, by the file a function's own time is spent in.
+AREAS = [
+    ("database wait (psycopg)", "psycopg"),
+    ("Django ORM / SQL compiler", "django/db"),
+    ("DRF (serializers, views)", "rest_framework"),
+    ("other Django (request, middleware)", "django/"),
+    ("engine (tables/chemmy)", "tables/chemmy"),
+    ("services & views (tables/, casino/)", "/work/main/"),
+    ("json / decimal / stdlib", ""),
+]
+
+
+def shape(sql: str) -> str:
+    sql = re.sub(r'"s\d+_x\d+"', "<savepoint>", sql)
+    m = re.match(r'(SELECT|INSERT INTO|UPDATE|DELETE FROM)\s.*?"(\w+)"', sql, re.S)
+    if m and m.group(1) == "SELECT":
+        where = re.search(r'FROM "(\w+)"', sql)
+        lock = " FOR UPDATE" if "FOR UPDATE" in sql else ""
+        joins = sql.count(" JOIN ")
+        return f"SELECT {where.group(1) if where else '?'}" + (
+            f" +{joins} joins" if joins else "") + lock
+    return f"{m.group(1)} {m.group(2)}" if m else sql.split()[0] + " " + sql[:40]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--coups", type=int, default=300)
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sql", action="store_true")
+    args = parser.parse_args()
+
+    url = _benchdb.configure()
+    _benchdb.recreate_database(url)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
+    from tables.simulation import SimulationReport, deal_coup
+
+    user = _benchdb.make_user("bench-profile", "croupier")
+    _, session, shoe, _ = _benchdb.open_table(user, "Profile")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user)}")
+    rng, rep = random.Random(3), SimulationReport()
+    state = {"shoe": shoe.pk, "seat": 1, "cards": []}
+
+    def next_coup(k: int):
+        if len(state["cards"]) < 7:
+            client.post(f"/api/v1/shoes/{state['shoe']}/close/")
+            r = client.post(f"/api/v1/sessions/{session.pk}/shoes/", {"burned": 3})
+            state["shoe"] = r.json()["id"]
+            state["cards"] = [c for c in ALL_CODES for _ in range(6)][:-3]
+            rng.shuffle(state["cards"])
+        p, b = deal_coup(rng, state["cards"], STANDARD_TABLEAU, 0.0, rep)
+        others = [s for s in range(1, 10) if s != state["seat"]]
+        stakes = [{"seat": s, "amount": "20.00"} for s in rng.sample(others, k=2)]
+        return {"punter": p, "banker": b, "stakes": stakes}, f"profile-{k}"
+
+    def after(resp):
+        assert resp.status_code == 201, resp.content
+        nxt = resp.json()["next_banker_seat"]
+        if nxt is not None:
+            state["seat"] = nxt
+            client.post(f"/api/v1/sessions/{session.pk}/turns/",
+                        {"seat": nxt, "bank": "100.00"}, format="json")
+
+    for k in range(20):  # warm-up: caches, connection, first shoe
+        body, key = next_coup(k)
+        after(client.post(f"/api/v1/shoes/{state['shoe']}/coups/", body,
+                          format="json", HTTP_IDEMPOTENCY_KEY=key))
+
+    counts, shapes, one = [], Counter(), None
+    prof, wall = cProfile.Profile(), 0.0
+    for k in range(20, 20 + args.coups):
+        body, key = next_coup(k)
+        path = f"/api/v1/shoes/{state['shoe']}/coups/"
+        with CaptureQueriesContext(connection) as ctx:
+            prof.enable()
+            t0 = time.perf_counter()
+            resp = client.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+            wall += time.perf_counter() - t0
+            prof.disable()
+        after(resp)
+        counts.append(len(ctx))
+        shapes.update(shape(q["sql"]) for q in ctx.captured_queries)
+        one = one or ctx.captured_queries
+    # The bare endpoint, for scale.
+    with CaptureQueriesContext(connection) as ctx:
+        t0 = time.perf_counter()
+        for _ in range(200):
+            client.post("/api/v1/bench/bare/", {}, format="json")
+        bare_ms = (time.perf_counter() - t0) / 200 * 1000
+    bare_q = len(ctx) / 200
+
+    n = len(counts)
+    print(f"coup endpoint: {sum(counts) / n:.2f} queries per request "
+          f"(min {min(counts)}, max {max(counts)}), {wall / n * 1000:.2f} ms "
+          "per request under cProfile")
+    print(f"bare endpoint: {bare_q:.2f} queries per request, {bare_ms:.2f} ms "
+          "per request (debug cursor on, no profiler)\n")
+    print("queries per coup request, by shape:")
+    for s, c in shapes.most_common():
+        print(f"  {c / n:5.2f}  {s}")
+    print("\none coup request:")
+    for q in one:
+        print(f"  {q['time']}s  " + (q["sql"] if args.sql else shape(q["sql"])))
+    stats = pstats.Stats(prof)
+    total = sum(v[2] for v in stats.stats.values())  # own time of every function
+    areas = Counter()
+    for (file, _, _), v in stats.stats.items():
+        areas[next(a for a, key in AREAS if key in file)] += v[2]
+    print("\nwhere a coup request's time goes (own time, by area):")
+    for area, t in areas.most_common():
+        print(f"  {100 * t / total:5.1f}%  {t / n * 1000:6.2f} ms  {area}")
+    print()
+    stats.sort_stats("cumulative").print_stats(args.top)
+    out = _benchdb.OUT_DIR / "profile_coup.json"
+    out.write_text(json.dumps({
+        "coups": n, "queries_per_coup": round(sum(counts) / n, 2),
+        "ms_per_coup_profiled": round(wall / n * 1000, 2),
+        "bare_queries": bare_q, "bare_ms": round(bare_ms, 2),
+        "query_shapes_per_coup": {s: round(c / n, 2) for s, c in shapes.items()},
+        "areas_ms_per_coup": {a: round(t / n * 1000, 3) for a, t in areas.items()},
+        "machine": _benchdb.machine(),
+    }, indent=2) + "\n")
+    print(f"written: {out.relative_to(_benchdb.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
