@@ -13,6 +13,13 @@ from decimal import Decimal
 import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# Django's live_server runs in a thread beside Playwright's sync loop.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def _missing(what: str, reason: str) -> None:
@@ -28,11 +35,37 @@ def _service_markers(request):
 
         if connection.vendor != "postgresql":
             _missing("PostgreSQL", "set DATABASE_URL=postgres://... to run this test")
+    if request.node.get_closest_marker("browser") and not os.path.exists(CHROMIUM):
+        _missing("Chromium", f"{CHROMIUM} not found (apt-get install chromium)")
     if request.node.get_closest_marker("redis"):
         from django.conf import settings
 
         if not settings.REDIS_URL:
             _missing("Redis", "set REDIS_URL=redis://... to run this test")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian's Chromium, never a downloaded browser (RECIPES.md)."""
+    return {**browser_type_launch_args, "executable_path": CHROMIUM,
+            "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture
+def screenshot(page):
+    """screenshot("name") keeps a PNG of the page under var/screenshots/ —
+    the artifact people look at to see what croupiers and pit bosses see."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "var" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def _shot(name: str):
+        path = folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return _shot
 
 
 @pytest.fixture(autouse=True)
