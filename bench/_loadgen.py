@@ -63,6 +63,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     done_201: int = 0  # every 201 of the endpoint, warm-up included
     aux: int = 0  # shoe and turn requests the coup clients needed
+    aux_s: float = 0.0  # time the clients spent on them, in the window
     errors: dict[str, int] = field(default_factory=dict)
 
     def error(self, what: str) -> None:
@@ -84,6 +85,16 @@ async def bare_client(conn, tally, start, stop, tag):
             tally.latencies.append(t1 - t0)
 
 
+async def _aux(conn, tally, start, stop, path, body):
+    t0 = time.perf_counter()
+    status, payload = await conn.post(path, body)
+    t1 = time.perf_counter()
+    tally.aux += 1
+    if t0 >= start and t1 <= stop:
+        tally.aux_s += t1 - t0
+    return status, payload
+
+
 async def coup_client(conn, tally, start, stop, tag, table, seed):
     from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
     from tables.simulation import SimulationReport, deal_coup
@@ -97,10 +108,10 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
             break
         if len(cards) < 7:  # the cut card: close this shoe, open the next
             burned = rng.randint(1, 10)
-            await conn.post(f"/api/v1/shoes/{shoe}/close/", {})
-            status, body = await conn.post(f"/api/v1/sessions/{session}/shoes/",
-                                           {"burned": burned})
-            tally.aux += 2
+            await _aux(conn, tally, start, stop, f"/api/v1/shoes/{shoe}/close/", {})
+            status, body = await _aux(conn, tally, start, stop,
+                                      f"/api/v1/sessions/{session}/shoes/",
+                                      {"burned": burned})
             if status != 201:
                 tally.error(f"shoe open {status}")
                 break
@@ -128,9 +139,9 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
         nxt = json.loads(body)["next_banker_seat"]
         if nxt is not None:  # the bank was lost: the next seat opens a turn
             seat = nxt
-            status, _ = await conn.post(f"/api/v1/sessions/{session}/turns/",
-                                        {"seat": seat, "bank": "100.00"})
-            tally.aux += 1
+            status, _ = await _aux(conn, tally, start, stop,
+                                   f"/api/v1/sessions/{session}/turns/",
+                                   {"seat": seat, "bank": "100.00"})
             if status != 201:
                 tally.error(f"turn open {status}")
                 break
@@ -196,6 +207,7 @@ async def _run(cfg, server, postgres):
     hz = os.sysconf("SC_CLK_TCK")
     return {
         "latencies": tally.latencies, "done_201": tally.done_201, "aux": tally.aux,
+        "aux_s": tally.aux_s,
         "errors": tally.errors,
         "server_cpu_s": (cpu1[0] - cpu0[0]) / hz,
         "postgres_cpu_s": (cpu1[1] - cpu0[1]) / hz,

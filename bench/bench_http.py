@@ -104,9 +104,14 @@ def pct(values: list[float], p: float) -> float:
 def summarise(kind: str, n: int, r: dict, duration: float) -> dict:
     lat = sorted(r["latencies"])
     count = max(len(lat), 1)
+    # Share of the clients' time in the window spent on turn/shoe calls; a
+    # closed loop would have spent it on coups at the same latency.
+    aux_share = r["aux_s"] / (n * duration)
     return {
         "endpoint": kind, "clients": n, "requests": len(lat),
         "per_s": round(len(lat) / duration, 1),
+        "aux_time_share": round(aux_share, 3),
+        "per_s_without_aux": round(len(lat) / duration / (1 - aux_share), 1),
         "p50_ms": round(pct(lat, 50) * 1000, 2),
         "p99_ms": round(pct(lat, 99) * 1000, 2),
         "server_cpu_ms_per_req": round(r["server_cpu_s"] / count * 1000, 2),
@@ -170,28 +175,37 @@ def report(args, cmd, clients, rows) -> None:
     coup_rows = Coup.objects.count()
     bare_rows = ChangeLog.objects.filter(action="bench.bare").count()
     correct = coups_201 == coup_rows and bare_201 == bare_rows
-    print(f"\n{'N':>3} {'endpoint':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'srv CPU':>8} {'pg CPU':>7} {'client':>7} {'aux':>5} errors")
+    print(f"\n{'N':>3} {'endpoint':8} {'req/s':>7} {'no-aux':>7} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'srv CPU':>8} {'pg CPU':>7} {'client':>6} {'aux':>4} err")
     ratios = {}
     for n in clients:
         for kind in ("bare", "coup"):
             r = by[(kind, n)]
-            print(f"{n:3d} {kind:8} {r['per_s']:8.1f} {r['p50_ms']:8.2f} "
-                  f"{r['p99_ms']:8.2f} {r['server_cpu_ms_per_req']:6.2f}ms "
+            print(f"{n:3d} {kind:8} {r['per_s']:7.1f} {r['per_s_without_aux']:7.1f} "
+                  f"{r['p50_ms']:7.2f} {r['p99_ms']:7.2f} "
+                  f"{r['server_cpu_ms_per_req']:6.2f}ms "
                   f"{r['postgres_cpu_ms_per_req']:5.2f}ms "
-                  f"{r['client_cpu_pct']:6.1f}% {r['aux_requests']:5d} "
+                  f"{r['client_cpu_pct']:5.1f}% {100 * r['aux_time_share']:3.0f}% "
                   f"{sum(r['errors'].values()) or '-'}")
         bare, coup = by[("bare", n)], by[("coup", n)]
-        ratios[n] = {"throughput": round(coup["per_s"] / bare["per_s"], 3),
-                     "p99": round(coup["p99_ms"] / bare["p99_ms"], 3)}
-        print(f"    coup/bare: throughput {ratios[n]['throughput']:.2f} "
-              f"(target >= {TARGET_RATIO}), p99 {ratios[n]['p99']:.2f}x"
+        ratios[n] = {
+            "throughput": round(coup["per_s"] / bare["per_s"], 3),
+            "throughput_without_aux": round(
+                coup["per_s_without_aux"] / bare["per_s"], 3),
+            "p99": round(coup["p99_ms"] / bare["p99_ms"], 3),
+        }
+        x = ratios[n]
+        print(f"    coup/bare: throughput {x['throughput']:.2f} "
+              f"({x['throughput_without_aux']:.2f} no-aux; target >= {TARGET_RATIO})"
+              f", p99 {x['p99']:.2f}x"
               + (f" (target <= {TARGET_P99_FACTOR}x)" if n == 8 else ""))
     meets = all(x["throughput"] >= TARGET_RATIO for x in ratios.values())
     if 8 in ratios:
         meets = meets and ratios[8]["p99"] <= TARGET_P99_FACTOR
-    print("srv/pg CPU: gunicorn workers' and PostgreSQL backends' CPU per request "
-          "(coups: incl. their share of turn/shoe calls, 'aux')")
+    print("srv/pg CPU: gunicorn workers' and PostgreSQL backends' CPU per request;"
+          " for coups incl. the turn/shoe calls (aux: the clients' share of time\n"
+          "in them; no-aux: coups/s had that time gone to coups at the same "
+          "latency)")
     print(f"correctness: {coups_201} coup 201s, {coup_rows} Coup rows; "
           f"{bare_201} bare 201s, {bare_rows} rows -> "
           f"{'OK' if correct else 'MISMATCH'}")
