@@ -358,3 +358,6 @@ class DailyRollup(models.Model):
             )
         ]
         indexes = [models.Index(fields=["gaming_day", "table"])]
+
+    def __str__(self) -> str:
+        return f"{self.table_id} {self.gaming_day} seat {self.banker_seat}"
