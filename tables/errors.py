@@ -23,3 +23,10 @@ class Conflict(ServiceError):
 
     status = 409
     code = "conflict"
+
+
+class NotFound(ServiceError):
+    """The object the request names does not exist."""
+
+    status = 404
+    code = "not_found"

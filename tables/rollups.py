@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 
 from .models import Coup, DailyRollup, Finding
 
@@ -22,14 +22,28 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
     """Add (sign=+1) or remove (sign=-1) one coup revision from its cell.
     The cell row is locked, so concurrent writers never lose a count."""
     key = {
-        "table_id": table_id, "gaming_day": coup.gaming_day,
-        "croupier_id": coup.entered_by_id, "banker_seat": coup.banker_seat,
+        "table_id": table_id,
+        "gaming_day": coup.gaming_day,
+        "croupier_id": coup.entered_by_id,
+        "banker_seat": coup.banker_seat,
     }
+    codes = list(codes)
+    field = OUTCOME_FIELD[coup.outcome]
+    if not codes:
+        # The common case, in one statement: no JSON to merge.
+        updated = DailyRollup.objects.filter(**key).update(
+            coups=F("coups") + sign,
+            **{field: F(field) + sign},
+            covered=F("covered") + sign * coup.covered,
+            covered_sq=F("covered_sq") + sign * coup.covered * coup.covered,
+            commission=F("commission") + sign * coup.commission,
+        )
+        if updated:
+            return
     cell = DailyRollup.objects.select_for_update().filter(**key).first()
     if cell is None:
         cell = DailyRollup(**key, findings={})
     cell.coups += sign
-    field = OUTCOME_FIELD[coup.outcome]
     setattr(cell, field, getattr(cell, field) + sign)
     cell.covered += sign * coup.covered
     cell.covered_sq += sign * coup.covered * coup.covered
@@ -60,11 +74,19 @@ def rollup_recompute(**filters) -> dict[tuple, dict]:
         finding_codes.setdefault(f["coup_id"], []).append(f["code"])
     for c in coups.iterator():
         key = (c.shoe.session.table_id, c.gaming_day, c.entered_by_id, c.banker_seat)
-        cell = cells.setdefault(key, {
-            "coups": 0, "banker_wins": 0, "punter_wins": 0, "ties": 0,
-            "covered": Decimal("0"), "covered_sq": Decimal("0"),
-            "commission": Decimal("0"), "findings": {},
-        })
+        cell = cells.setdefault(
+            key,
+            {
+                "coups": 0,
+                "banker_wins": 0,
+                "punter_wins": 0,
+                "ties": 0,
+                "covered": Decimal("0"),
+                "covered_sq": Decimal("0"),
+                "commission": Decimal("0"),
+                "findings": {},
+            },
+        )
         cell["coups"] += 1
         cell[OUTCOME_FIELD[c.outcome]] += 1
         cell["covered"] += c.covered
@@ -83,9 +105,13 @@ def rollup_snapshot(**filters) -> dict[tuple, dict]:
         if r.coups == 0:
             continue
         out[(r.table_id, r.gaming_day, r.croupier_id, r.banker_seat)] = {
-            "coups": r.coups, "banker_wins": r.banker_wins,
-            "punter_wins": r.punter_wins, "ties": r.ties, "covered": r.covered,
-            "covered_sq": r.covered_sq, "commission": r.commission,
+            "coups": r.coups,
+            "banker_wins": r.banker_wins,
+            "punter_wins": r.punter_wins,
+            "ties": r.ties,
+            "covered": r.covered,
+            "covered_sq": r.covered_sq,
+            "commission": r.commission,
             "findings": dict(r.findings),
         }
     return out

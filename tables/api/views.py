@@ -328,8 +328,6 @@ class CoupRecordView(APIView):
                 },
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        if not Shoe.objects.filter(pk=pk).exists():
-            return Response({"detail": "No shoe with this id."}, status=404)
         result = services.coup_record(
             shoe_id=pk,
             user=request.user,
@@ -341,7 +339,9 @@ class CoupRecordView(APIView):
             expected_seq=v.get("expected_seq"),
             idempotency_key=key,
         )
-        coup = coups_queryset().get(pk=result.coup.pk)
+        coup = result.coup
+        if not result.created:  # a replay: read it back with its relations
+            coup = coups_queryset().get(pk=coup.pk)
         return Response(
             s.CoupSerializer(coup).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,

@@ -20,7 +20,7 @@ from django.utils import timezone
 from casino.changelog import log_action
 
 from .. import chemmy
-from ..errors import Conflict, Invalid
+from ..errors import Conflict, Invalid, NotFound
 from ..models import BankerTurn, Coup, Finding, Shoe, Stake, TableauVersion
 from ..rollups import rollup_apply
 from .floor import gaming_day_for, next_seat
@@ -114,10 +114,8 @@ def coup_record(
     punter_cards = chemmy.parse_hand(punter, field="punter")
     banker_cards = chemmy.parse_hand(banker, field="banker")
     digest = _digest(punter_cards, banker_cards, stakes, declared_bank)
-    if idempotency_key:
-        replay = _replay(idempotency_key, digest, shoe_id)
-        if replay is not None:
-            return RecordResult(replay, False)
+    # A replayed key is looked up under the shoe lock (in _record_locked): a
+    # retry racing its original waits for it there and then finds it.
     try:
         with transaction.atomic():
             return _record_locked(
@@ -149,7 +147,7 @@ def _lock_shoe(shoe_id: int) -> Shoe:
             .get(pk=shoe_id)
         )
     except Shoe.DoesNotExist:
-        raise Invalid("shoe", f"no shoe with id {shoe_id}") from None
+        raise NotFound("shoe", f"no shoe with id {shoe_id}") from None
 
 
 def _record_locked(
@@ -256,7 +254,7 @@ def _record_locked(
         finding_count=len(findings),
         next_banker_seat=next_seat(turn.seat, table.seats) if lost else None,
     )
-    Stake.objects.bulk_create(
+    stake_rows = Stake.objects.bulk_create(
         Stake(
             coup=coup,
             position=c.index,
@@ -270,8 +268,9 @@ def _record_locked(
         )
         for c, payout in zip(coverage.stakes, settlement.payouts, strict=True)
     )
+    finding_rows = []
     if findings:
-        Finding.objects.bulk_create(
+        finding_rows = Finding.objects.bulk_create(
             Finding(
                 coup=coup,
                 code=f.code,
@@ -303,8 +302,20 @@ def _record_locked(
             "findings": [f.code for f in findings],
         },
     )
-    coup._prefetched_findings = findings
+    # The caller serializes what was just written without reading it back.
+    coup._prefetched_objects_cache = {
+        "stakes": _as_prefetched(Stake.objects.filter(coup=coup), stake_rows),
+        "findings": _as_prefetched(Finding.objects.filter(coup=coup), finding_rows),
+    }
     return RecordResult(coup, True)
+
+
+def _as_prefetched(queryset, rows):
+    """A queryset that answers from rows already in hand, as prefetch_related's
+    cache does; any further filtering still goes to the database."""
+    queryset._result_cache = list(rows)
+    queryset._prefetch_done = True
+    return queryset
 
 
 def _advance_shoe(shoe: Shoe, cards: Sequence[str]) -> None:
