@@ -83,6 +83,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The signed-in person's language wins over the browser's (tablet issue).
+    "tables.tablet.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -157,6 +159,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+# A croupier signs in once for a shift; the tablet's lock screen (PIN) covers
+# the breaks in between.
+SESSION_COOKIE_AGE = _read("SESSION_COOKIE_AGE", env.int, default=12 * 3600)
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"

@@ -7,3 +7,10 @@ class TabletConfig(AppConfig):
     name = "tables.tablet"
     label = "tablet"
     verbose_name = "Croupier tablet"
+
+    def ready(self) -> None:
+        from django.contrib.auth.signals import user_logged_in
+
+        from .language import on_login
+
+        user_logged_in.connect(on_login, dispatch_uid="tablet-language-on-login")

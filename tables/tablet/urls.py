@@ -1,3 +1,24 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import coup, lock, views
+
+app_name = "tablet"
+
+urlpatterns = [
+    path("", views.tables, name="tables"),
+    path("sw.js", coup.service_worker, name="sw"),
+    path("tables/<int:table_id>/session/", views.session_start, name="session-start"),
+    path("sessions/<int:session_id>/", views.session_hub, name="session"),
+    path("sessions/<int:session_id>/shoes/", views.shoe_open, name="shoe-open"),
+    path("sessions/<int:session_id>/turns/", views.turn_open, name="turn-open"),
+    path("sessions/<int:session_id>/take-bank/", views.bank_take, name="bank-take"),
+    path("sessions/<int:session_id>/close/", views.session_close, name="session-close"),
+    path("shoes/<int:shoe_id>/", coup.coup_screen, name="coup"),
+    path("shoes/<int:shoe_id>/state/", coup.shoe_state_json, name="state"),
+    path("shoes/<int:shoe_id>/recent/", coup.recent_coups, name="recent"),
+    path("shoes/<int:shoe_id>/close/", views.shoe_close, name="shoe-close"),
+    path("turns/<int:turn_id>/pass/", views.turn_pass, name="turn-pass"),
+    path("lock/", lock.lock, name="lock"),
+    path("unlock/", lock.unlock, name="unlock"),
+    path("preferences/", lock.preferences, name="preferences"),
+]

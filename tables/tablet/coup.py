@@ -1,0 +1,151 @@
+"""The coup-entry screen and what its script asks the server for.
+
+Recording itself goes through the REST API (POST /api/v1/shoes/{id}/coups/,
+with the tablet's Idempotency-Key and expected_seq): this module only serves
+the page, its current state as JSON, the recent-coups strip (htmx) and the
+service worker that lets the page reload while the Wi-Fi is down.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from casino.roles import has_capability
+
+from ..models import Coup, Shoe
+from .state import js_strings, quick_amounts, shoe_state
+from .views import tablet_view
+
+# Bump when the worker's own logic changes; the asset list is in the script.
+SW_VERSION = "tablet-v1"
+ASSETS = (
+    "vendor/htmx.min.js",
+    "tablet/tablet.css",
+    "tablet/chemmy.js",
+    "tablet/coup.js",
+    "tablet/tablet.js",
+)
+
+
+def seat_positions(seats: int) -> list[dict]:
+    """Seats around an oval, from the croupier's right (bottom centre) round
+    the table; percentages of the map's box."""
+    gap = 50.0  # degrees left free for the croupier at the bottom
+    step = (360.0 - gap) / max(seats - 1, 1)
+    out = []
+    for k in range(seats):
+        angle = math.radians(90.0 - gap / 2 - k * step)
+        out.append(
+            {
+                "n": k + 1,
+                "x": round(50 + 42 * math.cos(angle), 2),
+                "y": round(50 + 38 * math.sin(angle), 2),
+            }
+        )
+    return out
+
+
+def card_keys() -> tuple[list[dict], list[dict]]:
+    names = {
+        "A": (_("Ace"), _("A")),
+        "T": (_("10"), "10"),
+        "J": (_("Jack"), _("J")),
+        "Q": (_("Queen"), _("Q")),
+        "K": (_("King"), _("K")),
+    }
+    ranks = []
+    for code in "A23456789TJQK":
+        name, label = names.get(code, (code, code))
+        ranks.append({"code": code, "name": name, "label": label})
+    suits = [
+        {"code": "S", "name": _("Spades"), "symbol": "\u2660"},
+        {"code": "H", "name": _("Hearts"), "symbol": "\u2665"},
+        {"code": "D", "name": _("Diamonds"), "symbol": "\u2666"},
+        {"code": "C", "name": _("Clubs"), "symbol": "\u2663"},
+    ]
+    return ranks, suits
+
+
+def _shoe(shoe_id: int) -> Shoe:
+    return get_object_or_404(
+        Shoe.objects.select_related("session__table__rules__tableau"), pk=shoe_id
+    )
+
+
+@never_cache
+@tablet_view()
+def coup_screen(request, shoe_id: int):
+    shoe = _shoe(shoe_id)
+    state = shoe_state(shoe)
+    if not shoe.is_open or not shoe.session.is_open or state["turn"] is None:
+        return redirect("tablet:session", shoe.session_id)
+    state["urls"] = {
+        "record": reverse("api-coup-record", args=[shoe.pk]),
+        "state": reverse("tablet:state", args=[shoe.pk]),
+        "session": reverse("tablet:session", args=[shoe.session_id]),
+        "recent": reverse("tablet:recent", args=[shoe.pk]),
+    }
+    state["user"] = request.user.get_username()
+    state["quick_amounts"] = quick_amounts(shoe.session.table.rules.minimum_banco)
+    state["language"] = request.LANGUAGE_CODE
+    state["urls"]["pass"] = (
+        reverse("tablet:turn-pass", args=[state["turn"]["id"]])
+    )
+    ranks, suits = card_keys()
+    return render(
+        request,
+        "tablet/coup.html",
+        {
+            "shoe": shoe,
+            "table": shoe.session.table,
+            "state": state,
+            "strings": js_strings(),
+            "seat_positions": seat_positions(shoe.session.table.seats),
+            "ranks": ranks,
+            "suits": suits,
+            "can_pass": has_capability(request.user, "turn.manage"),
+        },
+    )
+
+
+@never_cache
+@require_GET
+@tablet_view("table.read")
+def shoe_state_json(request, shoe_id: int):
+    return JsonResponse(shoe_state(_shoe(shoe_id)))
+
+
+@never_cache
+@require_GET
+@tablet_view("table.read")
+def recent_coups(request, shoe_id: int):
+    """The last coups of the shoe: an htmx fragment, refreshed after each coup."""
+    coups = (
+        Coup.objects.filter(shoe_id=shoe_id)
+        .select_related("entered_by")
+        .order_by("-seq", "-revision")[:6]
+    )
+    return render(request, "tablet/_recent.html", {"coups": coups})
+
+
+@require_GET
+def service_worker(request):
+    """Served from /tablet/ so that its scope covers the tablet's pages."""
+    body = render(
+        request,
+        "tablet/sw.js",
+        {"version": SW_VERSION, "assets": [static(a) for a in ASSETS]},
+        content_type="text/javascript",
+    ).content
+    response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["Service-Worker-Allowed"] = "/tablet/"
+    return response

@@ -1,0 +1,147 @@
+"""The lock screen, PINs and the language setting.
+
+Locking signs the croupier out (nothing can be recorded from a locked
+tablet, whatever the page's script does) but remembers where the tablet was.
+Anyone with a role that records coups and a PIN of their own unlocks it under
+their own name: a relief croupier takes over, and the coups that follow are
+theirs. PIN attempts are limited per user name (cache counter).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model, login, logout
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.shortcuts import redirect, render
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from casino.roles import has_capability
+
+from . import language
+from .forms import PinForm, PreferencesForm, UnlockForm
+from .models import TabletProfile, profile_for
+from .views import LOCK_KEY
+
+MAX_ATTEMPTS = 5
+BLOCK_SECONDS = 300
+RETURN_KEY = "tablet_return_to"
+
+
+def _safe_next(request, url: str | None) -> str:
+    if url and url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return url
+    return "/tablet/"
+
+
+@require_POST
+def lock(request):
+    """Sign out, remember the screen and the table, show the lock screen."""
+    back = _safe_next(request, request.POST.get("next"))
+    table = request.POST.get("table", "")[:100]
+    lang = request.session.get(language.SESSION_KEY)
+    previous = request.user.get_username() if request.user.is_authenticated else ""
+    logout(request)
+    request.session[LOCK_KEY] = {"table": table, "by": previous}
+    request.session[RETURN_KEY] = back
+    if lang:
+        language.remember(request, lang)
+    return redirect("tablet:unlock")
+
+
+def _attempts_key(username: str) -> str:
+    return f"tablet:pin-attempts:{username.lower()}"
+
+
+@never_cache
+def unlock(request):
+    lock_info = request.session.get(LOCK_KEY) or {}
+    form = UnlockForm(request.POST or None)
+    error = None
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        username = form.cleaned_data["username"].strip()
+        key = _attempts_key(username)
+        attempts = cache.get(key, 0)
+        user = get_user_model().objects.filter(username=username).first()
+        profile = (
+            TabletProfile.objects.filter(user=user).first() if user else None
+        )
+        if attempts >= MAX_ATTEMPTS:
+            error = _("Too many wrong PINs: wait five minutes or sign in.")
+            status = 429
+        elif (
+            user is None
+            or not user.is_active
+            or profile is None
+            or not profile.check_pin(form.cleaned_data["pin"])
+        ):
+            cache.set(key, attempts + 1, BLOCK_SECONDS)
+            error = _("Unknown user name or wrong PIN.")
+            status = 400
+        elif not has_capability(user, "coup.record"):
+            error = _("Your role does not allow coup entry.")
+            status = 403
+        else:
+            cache.delete(key)
+            back = _safe_next(request, request.session.get(RETURN_KEY))
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            request.session.pop(LOCK_KEY, None)
+            request.session.pop(RETURN_KEY, None)
+            return redirect(back)
+    return render(
+        request,
+        "tablet/lock.html",
+        {"form": form, "error": error, "lock": lock_info},
+        status=status,
+    )
+
+
+@never_cache
+@login_required
+def preferences(request):
+    """The user's language and PIN."""
+    profile = profile_for(request.user)
+    prefs = PreferencesForm(initial={"language": profile.language})
+    pin_form = PinForm(user=request.user)
+    saved = None
+    status = 200
+    if request.method == "POST" and request.POST.get("form") == "language":
+        prefs = PreferencesForm(request.POST)
+        if prefs.is_valid():
+            profile.language = prefs.cleaned_data["language"]
+            profile.save(update_fields=["language", "updated_at"])
+            language.remember(request, profile.language)
+            lang = profile.language or translation.get_language_from_request(
+                request
+            )
+            translation.activate(lang)
+            request.LANGUAGE_CODE = lang
+            saved = _("Language saved.")
+        else:
+            status = 400
+    elif request.method == "POST" and request.POST.get("form") == "pin":
+        pin_form = PinForm(request.POST, user=request.user)
+        if pin_form.is_valid():
+            profile.set_pin(pin_form.cleaned_data["pin"])
+            profile.save(update_fields=["pin_hash", "updated_at"])
+            pin_form = PinForm(user=request.user)
+            saved = _("PIN saved: it unlocks a locked tablet under your name.")
+        else:
+            status = 400
+    return render(
+        request,
+        "tablet/preferences.html",
+        {
+            "prefs": prefs,
+            "pin_form": pin_form,
+            "has_pin": profile.has_pin,
+            "saved": saved,
+        },
+        status=status,
+    )

@@ -1,0 +1,43 @@
+"""What the tablet keeps per person: the PIN that reopens a locked tablet and
+the language the screens speak. The password stays Django's; the PIN is a
+second, short secret that only unlocks a tablet already signed in for a shift
+(it is hashed like a password and its attempts are rate-limited)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.hashers import check_password, make_password
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class TabletProfile(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="tablet_profile",
+    )
+    pin_hash = models.CharField(max_length=128, blank=True)
+    # "" follows the browser; otherwise one of settings.LANGUAGES.
+    language = models.CharField(
+        _("language"), max_length=8, blank=True, choices=settings.LANGUAGES
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"tablet profile of {self.user}"
+
+    @property
+    def has_pin(self) -> bool:
+        return bool(self.pin_hash)
+
+    def set_pin(self, pin: str) -> None:
+        self.pin_hash = make_password(pin)
+
+    def check_pin(self, pin: str) -> bool:
+        return bool(self.pin_hash) and check_password(pin, self.pin_hash)
+
+
+def profile_for(user) -> TabletProfile:
+    profile, _ = TabletProfile.objects.get_or_create(user=user)
+    return profile

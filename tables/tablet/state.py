@@ -1,0 +1,245 @@
+"""What the coup screen is told about its table: read-only, one place.
+
+The page gets this as JSON inside the HTML (so it works on from a reload while
+the Wi-Fi is down) and again from ``state/`` after each coup and on a
+conflict ("the shoe moved on").
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
+
+from ..models import BankerTurn, Coup, Shoe
+from ..services import next_seat, passed_bank_offer
+
+
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else f"{value:.2f}"
+
+
+def coup_summary(coup: Coup | None) -> dict | None:
+    if coup is None:
+        return None
+    return {
+        "id": coup.pk,
+        "seq": coup.seq,
+        "punter_cards": coup.punter_cards,
+        "banker_cards": coup.banker_cards,
+        "punter_total": coup.punter_total,
+        "banker_total": coup.banker_total,
+        "outcome": coup.outcome,
+        "natural": coup.natural or None,
+        "covered": _money(coup.covered),
+        "commission": _money(coup.commission),
+        "bank_after": _money(coup.bank_after),
+        "next_banker_seat": coup.next_banker_seat,
+        "entered_by": coup.entered_by.get_username(),
+        "finding_count": coup.finding_count,
+        "cards_left": coup.cards_left_before
+        - len(coup.punter_cards)
+        - len(coup.banker_cards),
+    }
+
+
+def last_coup(shoe: Shoe) -> Coup | None:
+    return (
+        Coup.objects.filter(shoe=shoe)
+        .select_related("entered_by")
+        .order_by("-seq", "-revision")
+        .first()
+    )
+
+
+def turn_dict(turn: BankerTurn | None) -> dict | None:
+    if turn is None:
+        return None
+    return {
+        "id": turn.pk,
+        "number": turn.number,
+        "seat": turn.seat,
+        "opening_bank": _money(turn.opening_bank),
+        "bank": _money(turn.bank),
+        "coups": turn.coups,
+        "suivi_seat": turn.suivi_seat,
+        "open": turn.is_open,
+        "end": turn.end or None,
+    }
+
+
+def shoe_state(shoe: Shoe) -> dict:
+    """Everything the coup screen needs, as JSON-ready data."""
+    session = shoe.session
+    table = session.table
+    rules = table.rules
+    turn = session.turns.filter(closed_at__isnull=True).first()
+    last_turn, offer = passed_bank_offer(session)
+    return {
+        "shoe": {
+            "id": shoe.pk,
+            "number": shoe.number,
+            "decks": shoe.decks,
+            "next_seq": shoe.next_seq,
+            "cards_left": shoe.cards_left,
+            "open": shoe.is_open,
+        },
+        "session": {"id": session.pk, "open": session.is_open},
+        "table": {"id": table.pk, "name": table.name, "seats": table.seats},
+        "rules": {
+            "minimum_banco": _money(rules.minimum_banco),
+            "minimum_stake": _money(rules.minimum_banco / 10),
+            "commission_rate": str(rules.commission_rate),
+            "commission_unit": _money(rules.commission_unit),
+        },
+        "tableau": rules.tableau.as_engine().to_dict(),
+        "turn": turn_dict(turn),
+        "last_turn": turn_dict(last_turn),
+        "passed_bank": _money(offer),
+        "next_banker_seat": (
+            next_seat(last_turn.seat, table.seats)
+            if turn is None and last_turn is not None
+            else None
+        ),
+        "last_coup": coup_summary(last_coup(shoe)),
+    }
+
+
+def quick_amounts(minimum_banco: Decimal) -> list[str]:
+    """Chips for the usual stakes: from the minimum stake up to 5 banks."""
+    m = minimum_banco
+    values = [m / 10, m / 5, m / 2, m, m * 2, m * 5]
+    return [_money(v.quantize(Decimal("0.01"))) for v in values]
+
+
+def js_strings() -> dict[str, str]:
+    """Every sentence the page's script shows, in the user's language.
+
+    Placeholders are {name}; the English finding messages are word for word
+    the engine's (tables/chemmy/engine.py), which the parity test checks.
+    """
+    return {
+        # guidance
+        "punter_must_draw": _("Punter must draw"),
+        "punter_may_choose": _("Punter may choose (5: draw or stand)"),
+        "punter_must_stand": _("Punter must stand"),
+        "banker_must_draw": _("Banker must draw"),
+        "banker_may_choose": _("Banker may choose"),
+        "banker_must_stand": _("Banker must stand"),
+        "banker_waits": _("Banker: waiting for the punter"),
+        "natural_punter": _("Natural {total} for the punter: nobody draws"),
+        "natural_banker": _("Natural {total} for the banker: nobody draws"),
+        "deal_next": _("Next card: {slot}"),
+        "coup_complete": _("All cards in: save the coup"),
+        "punter_stood_on": _("punter stood"),
+        "against": _("against a {value}"),
+        # slots
+        "slot_p1": _("punter's first card"),
+        "slot_b1": _("banker's first card"),
+        "slot_p2": _("punter's second card"),
+        "slot_b2": _("banker's second card"),
+        "slot_p3": _("punter's third card"),
+        "slot_b3": _("banker's third card"),
+        "choose_suit": _("{rank}: now the suit"),
+        # findings, word for word the engine's messages in English
+        "fd_punter_stood": _("Punter stood on {p2}: the rule requires a draw."),
+        "fd_punter_drew": _("Punter drew on {p2}: the rule requires standing."),
+        "fd_banker_stood_standing": _(
+            "Banker stood on {b2} with the punter standing: "
+            "the tableau requires a draw."
+        ),
+        "fd_banker_drew_standing": _(
+            "Banker drew on {b2} with the punter standing: "
+            "the tableau requires standing."
+        ),
+        "fd_banker_stood_against": _(
+            "Banker stood on {b2} against a {third}: the tableau requires a draw."
+        ),
+        "fd_banker_drew_against": _(
+            "Banker drew on {b2} against a {third}: the tableau requires standing."
+        ),
+        "dan_punter_punter": _(
+            "Punter was dealt a third card ({card}) after the punter's natural "
+            "{total}: it does not count."
+        ),
+        "dan_punter_banker": _(
+            "Punter was dealt a third card ({card}) after the banker's natural "
+            "{total}: it does not count."
+        ),
+        "dan_banker_punter": _(
+            "Banker was dealt a third card ({card}) after the punter's natural "
+            "{total}: it does not count."
+        ),
+        "dan_banker_banker": _(
+            "Banker was dealt a third card ({card}) after the banker's natural "
+            "{total}: it does not count."
+        ),
+        "record_as_happened": _("Record it as it happened?"),
+        # stakes
+        "seat_n": _("Seat {n}"),
+        "standing_n": _("Standing {n}"),
+        "standing_label": pgettext("stored label of a standing player", "standing"),
+        "stake_line": _("{amount}"),
+        "covered_line": _("covered {amount}"),
+        "declined_line": _("declined {amount}"),
+        "holds_hand": _("holds the punter hand"),
+        "banker_seat": _("Banker"),
+        "no_stakes": _("Tap a seat to place a stake"),
+        "coverage": _("Bank {bank} · covered {covered} · garage {garage}"),
+        "need_stake": _("Place at least one stake."),
+        "need_cards": _("Deal at least two cards to each side."),
+        "below_minimum": _("{amount} is below the minimum stake {minimum}."),
+        "suivi_only": _("Only seat {n} may call suivi."),
+        "no_suivi": _("Nobody may call suivi now."),
+        "select_seat_first": _("Tap a seat first."),
+        "announce_banco_solo": _("banco solo"),
+        "announce_banco_deux": _("banco deux"),
+        "announce_banco_avec": _("banco avec"),
+        "announce_suivi": _("suivi"),
+        # outcome
+        "outcome_banker": _("Banker wins {b} to {p}"),
+        "outcome_punter": _("Punter wins {p} to {b}"),
+        "outcome_tie": _("Tie at {p}: the stakes stay"),
+        "coup_n": _("Coup {n}"),
+        "commission": _("Commission"),
+        "payouts": _("Payouts"),
+        "payout_seat": _("Seat {n}"),
+        "bank_carried": _("Bank carried forward"),
+        "bank_lost": _("The bank is lost: the shoe passes to seat {n}."),
+        "open_next_bank": _("Open the next bank"),
+        "cards_left": _("Cards left in the shoe"),
+        "cards_left_bar": _("{n} cards left"),
+        "cards_low": _(
+            "Only {n} cards left: no coup may begin with fewer than 7. "
+            "Close the shoe."
+        ),
+        "findings": _("Flagged for the pit boss"),
+        "provisional": _("Waiting to be sent: figures are provisional"),
+        "recorded_by": _("Recorded by {user}"),
+        # queue and network
+        "waiting_one": _("1 coup waiting"),
+        "waiting_many": _("{n} coups waiting"),
+        "offline": _("Offline: coups are kept on this tablet"),
+        "online": _("Online"),
+        "sending": _("Sending…"),
+        "moved_on": _("The shoe moved on: here is the latest coup."),
+        "moved_on_detail": _(
+            "Coup {seq} was recorded by {user}: {punter} / {banker}, {outcome}."
+        ),
+        "resend": _("Record mine after it"),
+        "discard": _("Discard mine"),
+        "refused": _("The server refused this coup: {detail}"),
+        "signed_out": _(
+            "You are signed out: sign in again, the waiting coups will be sent."
+        ),
+        "lock_waiting": _("Send the waiting coups before locking."),
+        "no_turn": _("No bank is open: open the next bank first."),
+        "cards_full": _("Both hands are full."),
+        "no_target": _("Choose who takes the next card."),
+        "undo_nothing": _("Nothing to undo."),
+        "shoe_empty": _("Only {n} cards left in the shoe."),
+        "outcome_word_banker": _("banker wins"),
+        "outcome_word_punter": _("punter wins"),
+        "outcome_word_tie": _("tie"),
+    }

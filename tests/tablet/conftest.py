@@ -1,0 +1,123 @@
+"""Browser fixtures for the tablet: signed-in pages at tablet sizes, a table
+ready for coups, and a tap counter that counts real clicks."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+LANDSCAPE = {"width": 1280, "height": 800}
+PORTRAIT = {"width": 800, "height": 1280}
+
+
+@pytest.fixture(autouse=True)
+def _migration_rows(request):
+    """Put back what the data migrations wrote (roles, the two tableaux): a
+    transactional test's flush empties every table, and the browser tests are
+    transactional (serialized_rollback cannot help: it would UPDATE the
+    append-only tableau rows, which PostgreSQL refuses)."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return
+    transactional = marker.kwargs.get("transaction") or (
+        marker.args and marker.args[0]
+    )
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    import importlib
+
+    from django.contrib.auth.models import Group
+
+    from casino.roles import ROLES
+    from tables.models import TableauVersion
+
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+    seeds = importlib.import_module("tables.migrations.0002_seed_tableaux")
+    for version, rows in (
+        ("chemmy-standard-1", seeds.CHEMMY),
+        ("punto-banco-1", seeds.PUNTO_BANCO),
+    ):
+        if not TableauVersion.objects.filter(version=version).exists():
+            TableauVersion.objects.create(version=version, rows=rows)
+
+
+@pytest.fixture
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": LANDSCAPE, "has_touch": True}
+
+
+def sign_in_cookie(page, live_server, user):
+    """Sign in without the form (the flow test uses the real form)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies["sessionid"]
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": cookie.value, "url": live_server.url}]
+    )
+
+
+@pytest.fixture
+def signed_in(page, live_server):
+    def _sign_in(user):
+        sign_in_cookie(page, live_server, user)
+        return page
+
+    return _sign_in
+
+
+@pytest.fixture
+def ready_turn(table, croupier):
+    """Session, shoe (5 burned) and a bank of 1,000 at seat 1."""
+    from tables.services import banker_turn_open, session_open, shoe_open
+
+    session = session_open(table=table, user=croupier)
+    shoe = shoe_open(session=session, user=croupier, burned=5)
+    turn = banker_turn_open(
+        session=session, user=croupier, seat=1, bank=Decimal("1000.00")
+    )
+    return shoe, turn
+
+
+class Taps:
+    """Counts clicks made through it; the page counts trusted pointer events
+    too, so nothing can be clicked behind the test's back."""
+
+    def __init__(self, page):
+        self.page = page
+        self.count = 0
+
+    def __call__(self, locator):
+        self.count += 1
+        locator.click()
+
+    def on_page(self) -> int:
+        return self.page.evaluate("window.__taps || 0")
+
+
+TAP_COUNTER = """
+window.__taps = 0;
+document.addEventListener('pointerdown', (e) => { if (e.isTrusted) window.__taps++; }, true);
+"""
+
+
+@pytest.fixture
+def taps(page):
+    page.add_init_script(TAP_COUNTER)
+    return Taps(page)
+
+
+def card(page, code: str):
+    """Click a card on the pad by accessible names: rank then suit."""
+    from tables.tablet.coup import card_keys
+
+    ranks, suits = card_keys()
+    rank = next(r["name"] for r in ranks if r["code"] == code[0])
+    suit = next(s["name"] for s in suits if s["code"] == code[1])
+    pad = page.get_by_role("group", name="Card pad")
+    return (
+        pad.get_by_role("button", name=rank, exact=True),
+        pad.get_by_role("button", name=suit, exact=True),
+    )
