@@ -357,7 +357,12 @@
     $("bar-left").textContent = fmt(T.cards_left_bar, { n: view.cardsLeft });
     $("bar-left").classList.toggle("warn", view.cardsLeft < 7);
     const pass = $("pass-form");
-    if (pass && S.turn) pass.action = URLS.pass;
+    if (pass) {
+      pass.hidden = !(view.turnOpen && S.turn && S.turn.coups > 0 && !view.waiting);
+      if (S.turn) pass.action = URLS.pass_template.replace("/0/", "/" + S.turn.id + "/");
+    }
+    document.body.classList.toggle("no-turn", !view.turnOpen);
+    $("remove-stake").disabled = selected === null;
   }
 
   function renderSeats() {
@@ -796,8 +801,8 @@
       if (!later) resultPanel(fromServer(coup));
       S.shoe.next_seq = Math.max(S.shoe.next_seq, coup.seq + 1);
     }
-    await refreshState();
     document.body.dispatchEvent(new CustomEvent("coup-recorded"));
+    await refreshState();
   }
 
   async function showConflict() {
@@ -845,6 +850,7 @@
     }
     $("conflict-discard").textContent = T.discard;
     box.hidden = false;
+    document.body.dispatchEvent(new CustomEvent("coup-recorded"));
     render();
   }
 

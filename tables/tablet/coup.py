@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from casino.roles import has_capability
+from casino.roles import has_capability, works_at
 
 from ..models import Coup, Shoe
 from .state import js_strings, quick_amounts, shoe_state
@@ -85,7 +85,12 @@ def _shoe(shoe_id: int) -> Shoe:
 def coup_screen(request, shoe_id: int):
     shoe = _shoe(shoe_id)
     state = shoe_state(shoe)
-    if not shoe.is_open or not shoe.session.is_open or state["turn"] is None:
+    if (
+        not shoe.is_open
+        or not shoe.session.is_open
+        or state["turn"] is None
+        or not works_at(request.user, shoe.session)
+    ):
         return redirect("tablet:session", shoe.session_id)
     state["urls"] = {
         "record": reverse("api-coup-record", args=[shoe.pk]),
@@ -96,9 +101,7 @@ def coup_screen(request, shoe_id: int):
     state["user"] = request.user.get_username()
     state["quick_amounts"] = quick_amounts(shoe.session.table.rules.minimum_banco)
     state["language"] = request.LANGUAGE_CODE
-    state["urls"]["pass"] = (
-        reverse("tablet:turn-pass", args=[state["turn"]["id"]])
-    )
+    state["urls"]["pass_template"] = reverse("tablet:turn-pass", args=[0])
     ranks, suits = card_keys()
     return render(
         request,

@@ -21,10 +21,12 @@ from django.views.decorators.http import require_POST
 
 from casino.roles import has_capability
 
+from ..errors import ServiceError
+from ..models import TableSession
 from . import language
 from .forms import PinForm, PreferencesForm, UnlockForm
 from .models import TabletProfile, profile_for
-from .views import LOCK_KEY
+from .views import LOCK_KEY, take_over
 
 MAX_ATTEMPTS = 5
 BLOCK_SECONDS = 300
@@ -44,10 +46,16 @@ def lock(request):
     """Sign out, remember the screen and the table, show the lock screen."""
     back = _safe_next(request, request.POST.get("next"))
     table = request.POST.get("table", "")[:100]
+    session_id = request.POST.get("session", "")
+    session_id = int(session_id) if session_id.isdigit() else None
     lang = request.session.get(language.SESSION_KEY)
     previous = request.user.get_username() if request.user.is_authenticated else ""
     logout(request)
-    request.session[LOCK_KEY] = {"table": table, "by": previous}
+    request.session[LOCK_KEY] = {
+        "table": table,
+        "by": previous,
+        "session": session_id,
+    }
     request.session[RETURN_KEY] = back
     if lang:
         language.remember(request, lang)
@@ -93,6 +101,7 @@ def unlock(request):
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             request.session.pop(LOCK_KEY, None)
             request.session.pop(RETURN_KEY, None)
+            _relieve(request, lock_info.get("session"))
             return redirect(back)
     return render(
         request,
@@ -100,6 +109,18 @@ def unlock(request):
         {"form": form, "error": error, "lock": lock_info},
         status=status,
     )
+
+
+def _relieve(request, session_id) -> None:
+    """The croupier who unlocks takes the table the tablet was at (a relief);
+    the take-over is logged by the service."""
+    session = TableSession.objects.filter(pk=session_id, closed_at__isnull=True)
+    session = session.first() if session_id else None
+    if session is not None:
+        try:
+            take_over(request, session)
+        except ServiceError:
+            pass  # closed meanwhile: the screen he returns to says so
 
 
 @never_cache

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from casino.roles import has_capability
+from casino.roles import has_capability, works_at
 
 from .. import services
 from ..errors import ServiceError
@@ -58,6 +58,26 @@ def tablet_view(capability: str = "coup.record"):
     return decorate
 
 
+RELIEF_REASON = "relief take-over at the tablet"
+
+
+def take_over(request, session: TableSession) -> bool:
+    """Make the signed-in croupier the one who runs ``session`` (a relief).
+    The service logs it; False when the role may not take a table over."""
+    if works_at(request.user, session):
+        return True
+    if not has_capability(request.user, "session.assign"):
+        return False
+    services.session_croupier_change(
+        session=session,
+        croupier=request.user,
+        user=request.user,
+        reason=RELIEF_REASON,
+        device=device_of(request),
+    )
+    return True
+
+
 def _service_error(form, exc: ServiceError) -> None:
     field = exc.field if exc.field in form.fields else None
     form.add_error(field, exc.message)
@@ -66,7 +86,7 @@ def _service_error(form, exc: ServiceError) -> None:
 @tablet_view()
 def tables(request):
     open_sessions = TableSession.objects.filter(closed_at__isnull=True).select_related(
-        "opened_by"
+        "opened_by", "croupier"
     )
     rows = (
         Table.objects.filter(active=True)
@@ -80,7 +100,8 @@ def tables(request):
 @require_POST
 @tablet_view("session.open")
 def session_start(request, table_id: int):
-    """Open the table's session, or rejoin the one already open."""
+    """Open the table's session, or rejoin the one already open (taking it
+    over, logged, when another croupier was running it)."""
     table = get_object_or_404(Table, pk=table_id, active=True)
     current = table.sessions.filter(closed_at__isnull=True).first()
     if current is None:
@@ -92,6 +113,10 @@ def session_start(request, table_id: int):
             current = table.sessions.filter(closed_at__isnull=True).first()
             if current is None:
                 raise
+    try:
+        take_over(request, current)
+    except ServiceError:
+        pass  # closed meanwhile: the hub says so
     return redirect("tablet:session", current.pk)
 
 
@@ -151,6 +176,8 @@ def session_hub(request, session_id: int):
     """Where a session stands: a shoe to open, a bank to open, or the coup
     screen when both are there."""
     session = _session(session_id)
+    if session.is_open and not works_at(request.user, session):
+        return render(request, "tablet/takeover.html", {"session": session})
     ctx = _hub_context(request, session)
     if session.is_open and ctx["shoe"] is not None and ctx["turn"] is not None:
         return redirect("tablet:coup", ctx["shoe"].pk)

@@ -3,6 +3,7 @@ ready for coups, and a tap counter that counts real clicks."""
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 
 import pytest
@@ -40,6 +41,23 @@ def _migration_rows(request):
     ):
         if not TableauVersion.objects.filter(version=version).exists():
             TableauVersion.objects.create(version=version, rows=rows)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_page_before_flush(request):
+    """A page left running keeps asking the server (state refresh, htmx
+    strip, queue retries); a request still being answered while the test
+    database is flushed can deadlock with the TRUNCATE. Stop the page first
+    and give the live server a moment to finish."""
+    wanted = "page" in request.fixturenames
+    page = request.getfixturevalue("page") if wanted else None
+    yield
+    if page is not None and not page.is_closed():
+        try:
+            page.goto("about:blank")
+        except Exception:  # noqa: BLE001 - best effort at teardown
+            pass
+        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -99,7 +117,9 @@ class Taps:
 
 TAP_COUNTER = """
 window.__taps = 0;
-document.addEventListener('pointerdown', (e) => { if (e.isTrusted) window.__taps++; }, true);
+document.addEventListener('pointerdown', (e) => {
+  if (e.isTrusted) window.__taps++;
+}, true);
 """
 
 
@@ -107,6 +127,14 @@ document.addEventListener('pointerdown', (e) => { if (e.isTrusted) window.__taps
 def taps(page):
     page.add_init_script(TAP_COUNTER)
     return Taps(page)
+
+
+def recorded(page, seq: int) -> None:
+    """Wait for the server's answer for coup ``seq`` in the result panel."""
+    from playwright.sync_api import expect
+
+    panel = page.locator(f'#result [data-state="recorded"][data-seq="{seq}"]')
+    expect(panel).to_be_visible()
 
 
 def card(page, code: str):

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import PORTRAIT, card
+from .conftest import PORTRAIT, card, recorded
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,11 +21,6 @@ def deal(page, *codes):
         suit.click()
 
 
-def recorded(page, seq: int):
-    """The result panel shows the server's answer for coup ``seq``."""
-    expect(
-        page.locator(f'#result [data-state="recorded"][data-seq="{seq}"]')
-    ).to_be_visible()
 
 
 def stake(page, seat: int, amount: str):
@@ -123,7 +118,8 @@ def test_sign_in_open_everything_and_record_two_coups(
     expect(page.locator("#recent")).to_contain_text("9H KS · 2C 5D")
 
     page.get_by_role("link", name="Open the next bank").click()
-    expect(page.get_by_text("Seat 1 lost the bank: the shoe passes to seat 2.")).to_be_visible()
+    lost = page.get_by_text("Seat 1 lost the bank: the shoe passes to seat 2.")
+    expect(lost).to_be_visible()
     expect(page.get_by_role("radio", name="Seat 2", exact=True)).to_be_checked()
 
 

@@ -60,8 +60,8 @@ JS_JUDGE = """
   return cases.map(([p, b]) => {
     const v = Chemmy.evaluate(p, b, T);
     const totals = {p: Chemmy.total(p.slice(0, 2)), b: Chemmy.total(b.slice(0, 2))};
-    v.findings = v.findings.map(
-      (f) => Object.assign({}, f, {message: window.ChemmyTablet.findingText(f, totals)}));
+    const word = (f) => window.ChemmyTablet.findingText(f, totals);
+    v.findings = v.findings.map((f) => Object.assign({}, f, {message: word(f)}));
     delete v.natural_total;
     return v;
   });
