@@ -1,3 +1,25 @@
-from django.urls import path  # noqa: F401
+"""The pit boss's pages under /floor/ (names: casino.access.ROUTES)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from .pages import floor, review, sessions
+
+app_name = "floor"
+
+urlpatterns = [
+    path("", floor.floor, name="index"),
+    path("tables/", floor.floor_tables, name="tables"),
+    path("queue/", floor.queue, name="queue"),
+    path("flags/<id:pk>/", review.flag_page, name="flag"),
+    path("flags/<id:pk>/confirm/", review.flag_confirm, name="flag-confirm"),
+    path("flags/<id:pk>/dismiss/", review.flag_dismiss, name="flag-dismiss"),
+    path("coups/<id:pk>/", review.coup_page, name="coup"),
+    path("coups/<id:pk>/correct/", review.correct, name="correct"),
+    path("sessions/<id:pk>/", sessions.session_page, name="session"),
+    path("sessions/<id:pk>/close/", sessions.session_close, name="session-close"),
+    path("sessions/<id:pk>/croupier/", sessions.croupier, name="croupier"),
+    path("sessions/<id:pk>/count/", sessions.count, name="count"),
+    path("cagnotte/<id:pk>/attest/", sessions.attest, name="attest"),
+    path("stats/", floor.stats_page, name="stats"),
+    path("trail/", floor.trail, name="trail"),
+]

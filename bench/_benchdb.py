@@ -100,16 +100,33 @@ def open_table(user, name: str, *, burned: int = 0):
 
     table = services.table_create(user=user, name=name, device="bench")
     session = services.session_open(table=table, user=user, device="bench")
-    shoe = services.shoe_open(session=session, user=user, burned=burned,
-                              device="bench")
-    turn = services.banker_turn_open(session=session, user=user, seat=1,
-                                     bank=Decimal("100.00"), device="bench")
+    shoe = services.shoe_open(session=session, user=user, burned=burned, device="bench")
+    turn = services.banker_turn_open(
+        session=session, user=user, seat=1, bank=Decimal("100.00"), device="bench"
+    )
     return table, session, shoe, turn
 
 
 def machine() -> dict:
-    """The figures depend on what else ran: note the load next to them."""
+    """The figures depend on what else ran and on the code: note both."""
     import platform
+    import subprocess
 
-    return {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
-            "python": platform.python_version()}
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+
+    try:  # share of time some runnable task waited for a CPU (Linux PSI)
+        with open("/proc/pressure/cpu") as f:
+            pressure = float(f.readline().split()[2].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        pressure = None
+    return {
+        "cpus": os.cpu_count(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+        "cpu_pressure_avg60_pct": pressure,
+        "python": platform.python_version(),
+        "git_head": git("rev-parse", "--short", "HEAD"),
+        "app_dirty": bool(git("status", "--porcelain", "--", "tables", "casino")),
+    }

@@ -22,17 +22,22 @@ STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # x 10.00, as in tables.simulation
 class Conn:
     def __init__(self, port: int, token: str):
         self.port, self.reader, self.writer = port, None, None
-        self.head = (f"Host: 127.0.0.1:{port}\r\nAuthorization: Token {token}\r\n"
-                     "Content-Type: application/json\r\nUser-Agent: bench\r\n")
+        self.head = (
+            f"Host: 127.0.0.1:{port}\r\nAuthorization: Token {token}\r\n"
+            "Content-Type: application/json\r\nUser-Agent: bench\r\n"
+        )
 
     async def post(self, path: str, body: dict, extra: str = "") -> tuple[int, bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(
-                "127.0.0.1", self.port)
+                "127.0.0.1", self.port
+            )
         data = json.dumps(body).encode()
         self.writer.write(
             f"POST {path} HTTP/1.1\r\n{self.head}{extra}"
-            f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            f"Content-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         lines = head.split("\r\n")
         status = int(lines[0].split()[1])
@@ -100,7 +105,7 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
     from tables.simulation import SimulationReport, deal_coup
 
     rng, report = random.Random(seed), SimulationReport()
-    session, shoe, seat = table["session"], table["shoe"], 1
+    session, shoe, seat, fails = table["session"], table["shoe"], 1, 0
     cards = [c for c in ALL_CODES for _ in range(6)]
     rng.shuffle(cards)
     for k in range(MAX_REQUESTS_PER_CLIENT):
@@ -109,9 +114,14 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
         if len(cards) < 7:  # the cut card: close this shoe, open the next
             burned = rng.randint(1, 10)
             await _aux(conn, tally, start, stop, f"/api/v1/shoes/{shoe}/close/", {})
-            status, body = await _aux(conn, tally, start, stop,
-                                      f"/api/v1/sessions/{session}/shoes/",
-                                      {"burned": burned})
+            status, body = await _aux(
+                conn,
+                tally,
+                start,
+                stop,
+                f"/api/v1/sessions/{session}/shoes/",
+                {"burned": burned},
+            )
             if status != 201:
                 tally.error(f"shoe open {status}")
                 break
@@ -121,27 +131,40 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
             del cards[-burned:]
         punter, banker = deal_coup(rng, cards, STANDARD_TABLEAU, 0.0, report)
         others = [s for s in range(1, 10) if s != seat]
-        stakes = [{"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
-                  for s in rng.sample(others, k=rng.randint(1, 3))]
+        stakes = [
+            {"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
+            for s in rng.sample(others, k=rng.randint(1, 3))
+        ]
         t0 = time.perf_counter()
         status, body = await conn.post(
             f"/api/v1/shoes/{shoe}/coups/",
             {"punter": punter, "banker": banker, "stakes": stakes},
-            f"Idempotency-Key: {tag}-{k}\r\n")
+            f"Idempotency-Key: {tag}-{k}\r\n",
+        )
         t1 = time.perf_counter()
         if status != 201:
-            tally.error(f"coup {status} {body[:80]!r}")
-            cards = []  # a 409 on the shoe: move on to a new one
+            tally.error(f"coup {status} {body[:100]!r}")
+            if status == 409 and b'"shoe"' in body:
+                cards = []  # the server's shoe ran out first: open a new one
+            fails += 1
+            if fails >= 20:
+                break  # a broken server: stop this client, the report shows it
             continue
+        fails = 0
         tally.done_201 += 1
         if t0 >= start and t1 <= stop:
             tally.latencies.append(t1 - t0)
         nxt = json.loads(body)["next_banker_seat"]
         if nxt is not None:  # the bank was lost: the next seat opens a turn
             seat = nxt
-            status, _ = await _aux(conn, tally, start, stop,
-                                   f"/api/v1/sessions/{session}/turns/",
-                                   {"seat": seat, "bank": "100.00"})
+            status, _ = await _aux(
+                conn,
+                tally,
+                start,
+                stop,
+                f"/api/v1/sessions/{session}/turns/",
+                {"seat": seat, "bank": "100.00"},
+            )
             if status != 201:
                 tally.error(f"turn open {status}")
                 break
@@ -194,8 +217,17 @@ async def _run(cfg, server, postgres):
         if cfg["kind"] == "bare":
             jobs.append(bare_client(conn, tally, start, stop, tag))
         else:
-            jobs.append(coup_client(conn, tally, start, stop, tag,
-                                    cfg["tables"][i], seed=zlib.crc32(tag.encode())))
+            jobs.append(
+                coup_client(
+                    conn,
+                    tally,
+                    start,
+                    stop,
+                    tag,
+                    cfg["tables"][i],
+                    seed=zlib.crc32(tag.encode()),
+                )
+            )
     tasks = [asyncio.ensure_future(j) for j in jobs]
     await asyncio.sleep(max(0.0, start - time.perf_counter()))
     cpu0 = (_cpu_ticks(server), _cpu_ticks(postgres), time.process_time())
@@ -206,7 +238,9 @@ async def _run(cfg, server, postgres):
         conn.close()
     hz = os.sysconf("SC_CLK_TCK")
     return {
-        "latencies": tally.latencies, "done_201": tally.done_201, "aux": tally.aux,
+        "latencies": tally.latencies,
+        "done_201": tally.done_201,
+        "aux": tally.aux,
         "aux_s": tally.aux_s,
         "errors": tally.errors,
         "server_cpu_s": (cpu1[0] - cpu0[0]) / hz,

@@ -1,18 +1,33 @@
-"""API glue shared by the apps: errors as JSON that name the field."""
+"""API glue shared by the apps: errors as JSON that name the field, and a schema
+that documents every error a view can answer."""
 
 from __future__ import annotations
 
+from django import forms
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import JsonResponse
+from django.views.defaults import page_not_found
+from django_filters import rest_framework as filters
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from tables.chemmy import CoupError
 from tables.errors import ServiceError
 
+from .drf import PayloadTooLarge
+
 
 def exception_handler(exc, context):
     """DRF's handler, plus the domain errors: a service or engine refusal is a
-    4xx whose body names the field ({"field": ["message"], "detail": ...})."""
+    4xx whose body names the field ({"field": ["message"], "detail": ...}).
+    DRF's own validation errors get the same shape: a `detail` that names the
+    first offending field (nested ones as `stakes[0].amount`) and a `code`."""
     if isinstance(exc, ServiceError):
         return Response(
             {exc.field: [exc.message], "detail": str(exc), "code": exc.code},
@@ -23,4 +38,195 @@ def exception_handler(exc, context):
             {exc.field: [exc.message], "detail": str(exc), "code": "invalid"},
             status=status.HTTP_400_BAD_REQUEST,
         )
-    return drf_exception_handler(exc, context)
+    if isinstance(exc, RequestDataTooBig):  # a form body past the limit
+        exc = PayloadTooLarge()
+    if isinstance(exc, OperationalError | InterfaceError):
+        # The database is down or restarting. The request did not commit (a
+        # coup is one transaction), so the tablet retries with the same
+        # Idempotency-Key; say so instead of a bare 500.
+        return Response(
+            {
+                "detail": "the database is unavailable; retry the same request "
+                "(same Idempotency-Key) in a moment",
+                "code": "unavailable",
+            },
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "1"},
+        )
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, ValidationError):
+        data = response.data
+        if not isinstance(data, dict):  # ValidationError("...") from a view
+            data = {"non_field_errors": data}
+        if "detail" not in data:
+            data = {**data, "detail": first_error(data)}
+        data.setdefault("code", "invalid")
+        response.data = data
+    return response
+
+
+def first_error(errors, path: str = "") -> str:
+    """`stakes[0].amount: A valid number is required.` from DRF's nested errors."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if isinstance(key, int) or str(key).isdigit():
+                sub = f"{path}[{key}]"
+            else:
+                sub = f"{path}.{key}" if path else str(key)
+            found = first_error(value, sub)
+            if found:
+                return found
+        return ""
+    if isinstance(errors, list | tuple):
+        for i, value in enumerate(errors):
+            if isinstance(value, dict | list | tuple):
+                found = first_error(value, f"{path}[{i}]")
+                if found:
+                    return found
+            else:
+                return f"{path}: {value}" if path else str(value)
+        return ""
+    return f"{path}: {errors}" if path else str(errors)
+
+
+def not_found(request, exception=None):
+    """handler404: JSON under /api/ (a tablet parses it), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    return page_not_found(request, exception)
+
+
+# The largest id a URL or a filter takes: 18 digits fit a 64-bit integer column.
+MAX_ID = 999_999_999_999_999_999
+
+
+class IdConverter:
+    """`<id:pk>`: an object id as the database can hold it (at most 18 digits).
+    Django's `<int:...>` takes any length, and SQLite raises OverflowError (a
+    500) on an id past 2**63; this one answers 404 instead."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value) -> str:
+        return str(int(value))
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_ID})
+class IdFilter(filters.NumberFilter):
+    """A filter on an object id: a whole number the database can hold. A
+    NumberFilter takes any decimal, and SQLite overflows (a 500) past 2**63;
+    this one refuses it with a 400 naming the parameter."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
+
+
+# The paginator ignores a bad limit/offset (uses its default); nothing else does.
+PAGINATION = {"limit", "offset"}
+
+# status -> why a view may answer it; which ones apply is read off the view.
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input; the body names the field",
+    401: "Not signed in, or the token is unknown or revoked",
+    403: "Role not allowed (or CSRF check failed for a browser session)",
+    404: "No such object",
+    413: "The request body is too large",
+    415: "Unsupported media type (send JSON)",
+    429: "Too many requests; retry after the Retry-After header",
+}
+
+
+def reads_through_null(field) -> bool:
+    """Does this serializer field's source cross a nullable model field?"""
+    model = getattr(getattr(field.parent, "Meta", None), "model", None)
+    source = getattr(field, "source", None)
+    if model is None or not source or source == "*":
+        return False
+    for name in source.split("."):
+        try:
+            model_field = model._meta.get_field(name)
+        except Exception:  # a property or a method: nothing to read off
+            return False
+        if not getattr(model_field, "concrete", False):
+            return False  # a reverse relation: a list, never null
+        if getattr(model_field, "null", False):
+            return True
+        model = getattr(model_field, "related_model", None)
+        if model is None:
+            return False
+    return False
+
+
+class CasinoAutoSchema(AutoSchema):
+    """drf-spectacular's schema, plus the error responses each view can give.
+
+    Views document their own responses with extend_schema; the errors that
+    come from DRF's machinery rather than the view's code (authentication,
+    permissions, parsing, filters, throttling, a missing object) are added
+    here, read off the view's configuration, so a new endpoint is documented
+    correctly without listing them by hand."""
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(
+            path, path_regex, path_prefix, method, registry
+        )
+        if operation is None:
+            return None
+        from tables.api.serializers import ErrorSerializer
+
+        responses = operation.setdefault("responses", {})
+        for code in self._error_codes(operation):
+            if str(code) not in responses:
+                responses[str(code)] = self._get_response_for_code(
+                    OpenApiResponse(ErrorSerializer, ERROR_DESCRIPTIONS[code]),
+                    str(code),
+                )
+        operation["responses"] = dict(sorted(responses.items()))
+        return operation
+
+    def _get_serializer_field_meta(self, field, direction):
+        # A read-only field reading through a nullable foreign key (say
+        # `closed_by = StringRelatedField()` on an open session) renders null,
+        # but drf-spectacular only marks `allow_null` fields nullable.
+        meta = super()._get_serializer_field_meta(field, direction)
+        if getattr(field, "read_only", False) and "nullable" not in meta:
+            if reads_through_null(field):
+                meta["nullable"] = True
+        return meta
+
+    def _error_codes(self, operation) -> set[int]:
+        view = self.view
+        codes = set()
+        has_body = "requestBody" in operation
+        if has_body:
+            codes |= {400, 413, 415}  # unparsable, too large, unsupported body
+        if any(
+            p.get("in") == "query" and p.get("name") not in PAGINATION
+            for p in operation.get("parameters", [])
+        ):
+            codes.add(400)  # a filter or query value the view refuses
+        authenticators = view.get_authenticators()
+        if authenticators:
+            codes.add(401)  # a malformed or unknown token, even where anyone may
+        try:
+            permissions = view.get_permissions()
+        except Exception:  # a view that picks permissions from the request
+            permissions = [None]
+        if any(not isinstance(p, AllowAny) for p in permissions):
+            codes |= {401, 403}
+        if has_body and any(
+            type(a).__name__ == "SessionAuthentication" for a in authenticators
+        ):
+            codes.add(403)  # CSRF for a browser session
+        if any(p.get("in") == "path" for p in operation.get("parameters", [])):
+            codes.add(404)
+        if view.get_throttles():
+            codes.add(429)
+        return codes

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import ChangeLog
+from .trail import chain_head, row_digest
 
 
 class _Encoder(DjangoJSONEncoder):
@@ -37,18 +38,24 @@ def log_action(
     old: Any = None,
     new: Any = None,
 ) -> ChangeLog:
-    """Write one change-log row. Must run inside the caller's transaction so
-    the change and its trace commit (or roll back) together."""
-    if not transaction.get_connection().in_atomic_block:
+    """Write one change-log row, chained to the one before (casino/trail.py).
+    Must run inside the caller's transaction so the change and its trace
+    commit (or roll back) together; call it last in a service, because from
+    here to the commit the chain is held (one writer at a time)."""
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block:
         raise RuntimeError("log_action must be called inside transaction.atomic()")
-    return ChangeLog.objects.create(
-        at=timezone.now(),
-        user=user if (user is not None and user.is_authenticated) else None,
-        device=(device or "")[:200],
-        action=action,
-        object_type=obj._meta.label_lower if obj is not None else "",
-        object_id=str(obj.pk) if obj is not None else "",
-        reason=reason,
-        old=_jsonable(old),
-        new=_jsonable(new),
-    )
+    row = {
+        "at": timezone.now(),
+        "user_id": user.pk if (user is not None and user.is_authenticated) else None,
+        "device": (device or "")[:200],
+        "action": action,
+        "object_type": obj._meta.label_lower if obj is not None else "",
+        "object_id": str(obj.pk) if obj is not None else "",
+        "reason": reason or "",
+        "old": _jsonable(old),
+        "new": _jsonable(new),
+    }
+    row["prev_hash"] = chain_head(connection)
+    row["hash"] = row_digest(**row)
+    return ChangeLog.objects.create(**row)

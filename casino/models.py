@@ -47,10 +47,22 @@ class ChangeLog(AppendOnlyModel):
     reason = models.TextField(blank=True)
     old = models.JSONField(null=True, blank=True)
     new = models.JSONField(null=True, blank=True)
+    # The hash chain (casino/trail.py): the digest of the row before this one,
+    # and of this row's content with that link.
+    prev_hash = models.CharField(max_length=64, blank=True)
+    hash = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["object_type", "object_id"])]
+        constraints = [
+            # Two rows linking to the same predecessor would be a fork.
+            models.UniqueConstraint(
+                fields=["prev_hash"],
+                condition=~models.Q(prev_hash=""),
+                name="changelog_chain_no_fork",
+            )
+        ]
 
     def __str__(self) -> str:
         when = f"{self.at:%Y-%m-%d %H:%M:%S}"

@@ -1,5 +1,16 @@
 """Roles are Django groups. One table says which role may do what; the API
-permission classes and the pages read it, and a test walks it."""
+permission classes and the pages read it, and a test walks it.
+
+`PERMISSIONS` (here) says which roles hold a capability; `casino.access.ROUTES`
+says which capability each URL and method needs. tests/audit/test_access.py
+walks every URL pattern of the project for every role against both.
+
+Segregation of duties (issue 4): a croupier enters coups only at the session
+he runs (see `works_at`); a pit boss runs the floor, reviews, corrects, counts
+the cagnotte and opens/closes sessions, but enters no coup; a manager keeps
+house rules and reports and attests counts, and enters no coup; an auditor
+reads everything and changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +30,27 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "session.close": frozenset({PITBOSS}),
     "shoe.manage": frozenset({CROUPIER, PITBOSS}),
     "turn.manage": frozenset({CROUPIER, PITBOSS}),
-    "coup.record": frozenset({CROUPIER, PITBOSS}),
+    # Coup entry is the croupier's alone (issue 4: the pit boss reviews and
+    # corrects what a croupier entered; nobody reviews his own entry).
+    "coup.record": frozenset({CROUPIER}),
     "coup.read": frozenset({CROUPIER, PITBOSS, MANAGER, AUDITOR}),
     "engine.check": frozenset({CROUPIER, PITBOSS, MANAGER, AUDITOR}),
+    # Pit boss review (issue 4).
+    "session.assign": frozenset({CROUPIER, PITBOSS}),  # croupier: relief only
+    "floor.view": frozenset({PITBOSS, MANAGER, AUDITOR}),
+    "flag.read": frozenset({PITBOSS, MANAGER, AUDITOR}),
+    "flag.review": frozenset({PITBOSS}),
+    "coup.correct": frozenset({PITBOSS}),
+    "cagnotte.read": frozenset({PITBOSS, MANAGER, AUDITOR}),
+    "cagnotte.count": frozenset({PITBOSS}),
+    "cagnotte.attest": frozenset({MANAGER}),
+    "stats.read": frozenset({PITBOSS, MANAGER, AUDITOR}),
+    "trail.read": frozenset({MANAGER, AUDITOR}),
+    # Reports (issue 5): managers and the auditors/regulator read and request;
+    # only a manager starts a re-audit (it writes findings).
+    "report.read": frozenset({MANAGER, AUDITOR}),
+    "report.request": frozenset({MANAGER, AUDITOR}),
+    "reaudit.run": frozenset({MANAGER}),
 }
 
 
@@ -41,6 +70,18 @@ def has_capability(user, capability: str) -> bool:
     if user.is_superuser:
         return True
     return bool(user_roles(user) & PERMISSIONS[capability])
+
+
+def works_at(user, session) -> bool:
+    """Whether ``user`` may act at ``session`` as its croupier: a croupier only
+    at the session he runs (``session.croupier``, changed by a pit boss or by a
+    logged relief take-over); pit bosses and admins anywhere."""
+    if not user or not user.is_authenticated:
+        return False
+    if user.is_superuser or PITBOSS in user_roles(user):
+        return True
+    owner = getattr(session, "croupier_id", None)
+    return owner is None or owner == user.pk
 
 
 def Can(capability: str) -> type[BasePermission]:  # noqa: N802 - reads like a class

@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "tables.tablet",
     "audit",
     "audit.reports",
+    "django_celery_beat",
 ]
 
 MIDDLEWARE = [
@@ -83,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who acts, for the trail rows of user and role changes (casino/accounts.py).
+    "casino.accounts.ActorMiddleware",
     # The signed-in person's language wins over the browser's (tablet issue).
     "tables.tablet.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -143,6 +146,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
+# Schedules live in the database (editable in the admin): `celery -A casino beat`.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 if REDIS_URL:
     CACHES = {
@@ -177,9 +182,15 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "casino.api.CasinoAutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "casino.drf.Pagination",  # limit <= 1000
+    # JSON with a size limit and a nesting guard (see casino/drf.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "casino.drf.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "casino.api.exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,
@@ -197,6 +208,15 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # `<id:pk>` (casino.api.IdConverter): ids the database can hold.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 1, "maximum": 999_999_999_999_999_999}
+    },
+    # Named enums where two models share a field name ("kind", "status").
+    "ENUM_NAME_OVERRIDES": {
+        "FlagKindEnum": "audit.models.Flag.Kind",
+        "FlagStatusEnum": "audit.models.Flag.Status",
+    },
 }
 
 # Uploads and bodies: a coup is a few hundred bytes; refuse absurd bodies early.

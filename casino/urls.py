@@ -1,7 +1,16 @@
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from casino.api import IdConverter
+
+# `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
+# 500). Registered here, before the includes below are imported.
+register_converter(IdConverter, "id")
+
+# JSON 404s under /api/ (the tablets parse them), the HTML page elsewhere.
+handler404 = "casino.api.not_found"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

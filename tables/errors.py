@@ -30,3 +30,11 @@ class NotFound(ServiceError):
 
     status = 404
     code = "not_found"
+
+
+class Forbidden(ServiceError):
+    """The role may do this in general, but not here: four eyes (nobody
+    reviews or corrects his own entry), or not the croupier of this session."""
+
+    status = 403
+    code = "forbidden"

@@ -85,6 +85,17 @@ class HouseRules(AppendOnlyModel):
         validators=[MinValueValidator(Decimal("0.10"))],
     )
     tableau = models.ForeignKey(TableauVersion, on_delete=models.PROTECT)
+
+    class Sanction(models.TextChoices):
+        # RULES.md "Outcome": French regulation forbids fines; the only sanction
+        # there is taking the shoe away. Some clubs fine. Default: none.
+        NONE = "none", "none beyond the finding"
+        LOSE_SHOE = "lose_shoe", "the player loses the shoe"
+        FINE = "fine", "a fine (where the jurisdiction allows it)"
+
+    false_draw_sanction = models.CharField(
+        max_length=12, choices=Sanction.choices, default=Sanction.NONE
+    )
     # The gaming day starts at this local hour (0-23), not at midnight.
     gaming_day_cutoff = models.PositiveSmallIntegerField(
         default=6, validators=[MaxValueValidator(23)]
@@ -114,6 +125,15 @@ class TableSession(models.Model):
     )
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    # The croupier running the table now: the only one who may enter coups at
+    # it (casino.roles.works_at). Changes are logged (relief, re-assignment).
+    croupier = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
@@ -279,6 +299,17 @@ class Coup(AppendOnlyModel):
     finding_count = models.PositiveSmallIntegerField(default=0)
     # Set when the bank was lost: the seat the shoe passes to.
     next_banker_seat = models.PositiveSmallIntegerField(null=True, blank=True)
+    # A revision > 1 (tables/services/corrections.py): who wrote it, when and
+    # why. `entered_by` and `created_at` stay the croupier's and the deal's.
+    corrected_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    corrected_at = models.DateTimeField(null=True, blank=True)
+    correction_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["shoe", "seq", "revision"]

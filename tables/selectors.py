@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from . import chemmy
 from .models import BankerTurn, Coup
+from .rollups import current_coups
 from .services.coups import tableau_for
 
 
 @dataclass(frozen=True)
 class LedgerCheck:
     turn: BankerTurn
-    ledger: chemmy.TurnLedger
+    ledger: chemmy.TurnLedger | None
     problems: tuple[str, ...]
 
     @property
@@ -54,11 +55,13 @@ def coup_resettle(coup: Coup, bank: chemmy.Decimal | None = None) -> chemmy.Sett
 
 
 def turn_ledger_verify(turn: BankerTurn) -> LedgerCheck:
+    # The current revision of each coup: a correction re-settles the turn.
     coups = list(
-        Coup.objects.filter(turn=turn, revision=1)
+        current_coups()
+        .filter(turn=turn)
         .select_related("rules", "shoe__session__table")
         .prefetch_related("stakes")
-        .order_by("created_at", "shoe__number", "seq")
+        .order_by("shoe__number", "seq")
     )
     problems: list[str] = []
     settlements = []
@@ -73,7 +76,11 @@ def turn_ledger_verify(turn: BankerTurn) -> LedgerCheck:
                 problems.append(f"coup {coup.pk}: {name} {stored} != {again}")
         settlements.append(s)
         bank = s.bank_after
-    ledger = chemmy.turn_ledger(turn.opening_bank, settlements)
+    try:
+        ledger = chemmy.turn_ledger(turn.opening_bank, settlements)
+    except ValueError as exc:
+        # A correction made the banker lose mid-turn: the record goes on.
+        return LedgerCheck(turn, None, (*problems, f"turn {turn.pk}: {exc}"))
     stored = (turn.bank, turn.garage_total, turn.commission_total, turn.coups)
     folded = (ledger.bank, ledger.garage_total, ledger.commission_total, ledger.coups)
     if stored != folded:

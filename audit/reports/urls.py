@@ -1,3 +1,15 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import views
+
+app_name = "reports"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("request/", views.request_report, name="request"),
+    path("jobs/<int:pk>/", views.job_page, name="job"),
+    path("jobs/<int:pk>/download/", views.job_download, name="download"),
+    path("progress.json", views.progress, name="progress"),
+    path("reaudit/", views.reaudit_start, name="reaudit-start"),
+    path("reaudit/<int:pk>/", views.reaudit_page, name="reaudit"),
+]

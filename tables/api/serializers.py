@@ -95,7 +95,7 @@ class TableCreateSerializer(serializers.Serializer):
 
 class SessionSerializer(serializers.ModelSerializer):
     opened_by = serializers.StringRelatedField()
-    closed_by = serializers.StringRelatedField()
+    closed_by = serializers.StringRelatedField(allow_null=True)  # open: null
 
     class Meta:
         model = TableSession

@@ -13,9 +13,11 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from casino.roles import Can
+from casino.api import IdFilter
+from casino.roles import Can, works_at
 
 from .. import chemmy, services
+from ..errors import Forbidden
 from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
 from . import serializers as s
 
@@ -28,6 +30,16 @@ ERRORS = {
     404: OpenApiResponse(s.ErrorSerializer, description="No such object"),
     409: OpenApiResponse(s.ErrorSerializer, description="Table state conflict"),
 }
+
+
+def own_session(request, session) -> None:
+    """A croupier acts only at the session he runs (casino.roles.works_at)."""
+    if not works_at(request.user, session):
+        raise Forbidden(
+            "session",
+            "you are not the croupier of this session: a pit boss hands it "
+            "over, or take it over as the relief",
+        )
 
 
 def errors(*codes: int) -> dict:
@@ -128,6 +140,7 @@ class SessionOpenView(APIView):
 
 
 class SessionFilter(filters.FilterSet):
+    table = IdFilter(field_name="table")
     open = filters.BooleanFilter(field_name="closed_at", lookup_expr="isnull")
 
     class Meta:
@@ -171,6 +184,7 @@ class ShoeOpenView(APIView):
     )
     def post(self, request, pk: int):
         session = get_object_or_404(TableSession, pk=pk)
+        own_session(request, session)
         data = s.ShoeOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         shoe = services.shoe_open(
@@ -195,8 +209,10 @@ class ShoeCloseView(APIView):
         request=None, responses={200: s.ShoeSerializer, **errors(401, 403, 404, 409)}
     )
     def post(self, request, pk: int):
+        shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=pk)
+        own_session(request, shoe.session)
         shoe = services.shoe_close(
-            shoe=get_object_or_404(Shoe, pk=pk),
+            shoe=shoe,
             user=request.user,
             device=device_of(request),
         )
@@ -213,6 +229,7 @@ class TurnOpenView(APIView):
     )
     def post(self, request, pk: int):
         session = get_object_or_404(TableSession, pk=pk)
+        own_session(request, session)
         data = s.TurnOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         turn = services.banker_turn_open(
@@ -242,6 +259,7 @@ class TurnPassView(APIView):
         turn = get_object_or_404(
             BankerTurn.objects.select_related("session__table"), pk=pk
         )
+        own_session(request, turn.session)
         turn = services.banker_turn_pass(
             turn=turn, user=request.user, device=device_of(request)
         )
@@ -264,8 +282,9 @@ def coups_queryset():
 
 
 class CoupFilter(filters.FilterSet):
-    table = filters.NumberFilter(field_name="shoe__session__table")
-    session = filters.NumberFilter(field_name="shoe__session")
+    table = IdFilter(field_name="shoe__session__table")
+    session = IdFilter(field_name="shoe__session")
+    shoe = IdFilter(field_name="shoe")
     has_findings = filters.BooleanFilter(method="filter_has_findings")
 
     class Meta:
@@ -328,6 +347,13 @@ class CoupRecordView(APIView):
                 },
                 status=status.HTTP_400_BAD_REQUEST,
             )
+        owner = (
+            TableSession.objects.filter(shoes=pk)
+            .values_list("croupier_id", flat=True)
+            .first()
+        )
+        if owner is not None and owner != request.user.pk:
+            own_session(request, TableSession(croupier_id=owner))
         result = services.coup_record(
             shoe_id=pk,
             user=request.user,

@@ -1,5 +1,11 @@
 """Services write; selectors read. Everything that changes the floor is here."""
 
+from .corrections import (
+    CorrectionPlan,
+    CorrectionResult,
+    coup_correct,
+    coup_correct_preview,
+)
 from .coups import RecordResult, StakeInput, coup_record
 from .floor import (
     banker_turn_open,
@@ -9,6 +15,7 @@ from .floor import (
     next_seat,
     passed_bank_offer,
     session_close,
+    session_croupier_change,
     session_open,
     shoe_close,
     shoe_open,
@@ -16,6 +23,10 @@ from .floor import (
 )
 
 __all__ = [
+    "CorrectionPlan",
+    "CorrectionResult",
+    "coup_correct",
+    "coup_correct_preview",
     "RecordResult",
     "StakeInput",
     "banker_turn_open",
@@ -26,6 +37,7 @@ __all__ = [
     "next_seat",
     "passed_bank_offer",
     "session_close",
+    "session_croupier_change",
     "session_open",
     "shoe_close",
     "shoe_open",

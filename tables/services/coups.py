@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from casino.changelog import log_action
@@ -26,6 +26,8 @@ from ..rollups import rollup_apply
 from .floor import gaming_day_for, next_seat
 
 BANCO = {chemmy.Announcement.BANCO_SOLO, chemmy.Announcement.SUIVI}
+# The money columns are DecimalField(14, 2): nothing past this reaches them.
+LEDGER_MAX = Decimal("999999999999.99")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,14 @@ def coup_record(
             if replay is not None:
                 return RecordResult(replay, False)
         raise
+    except DataError:
+        # A running total past its column (a day's rollup cell, say): the
+        # database refused it and the transaction rolled back, nothing written.
+        raise Conflict(
+            "stakes",
+            "this coup would take a running total past the largest amount the "
+            f"ledger holds ({LEDGER_MAX})",
+        ) from None
 
 
 def _lock_shoe(shoe_id: int) -> Shoe:
@@ -205,6 +215,7 @@ def _record_locked(
         commission_rate=rules.commission_rate,
         commission_unit=rules.commission_unit,
     )
+    _check_ledger_room(turn, settlement)
     findings = list(verdict.findings) + chemmy.shoe_findings(
         decks=shoe.decks,
         burned=shoe.burned,
@@ -316,6 +327,25 @@ def _as_prefetched(queryset, rows):
     queryset._result_cache = list(rows)
     queryset._prefetch_done = True
     return queryset
+
+
+def _check_ledger_room(turn: BankerTurn, settlement) -> None:
+    """A bank that wins coup after coup nearly doubles each time; past the
+    ledger's columns the database would refuse the write (a 500). Refuse the
+    coup first, naming the bank: the banker passes it and a new turn opens."""
+    after = {
+        "bank": settlement.bank_after,
+        "turn's garage": turn.garage_total + settlement.garage,
+        "turn's commission": turn.commission_total + settlement.commission,
+    }
+    for name, value in after.items():
+        if value > LEDGER_MAX:
+            raise Conflict(
+                "bank",
+                f"after this coup the {name} would be {value}, past the largest "
+                f"amount the ledger holds ({LEDGER_MAX}): pass the bank and "
+                "open a new turn",
+            )
 
 
 def _advance_shoe(shoe: Shoe, cards: Sequence[str]) -> None:

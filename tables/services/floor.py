@@ -92,6 +92,7 @@ def house_rules_change(
         "minimum_banco",
         "tableau_version",
         "gaming_day_cutoff",
+        "false_draw_sanction",
     }
     unknown = set(changes) - allowed
     if unknown:
@@ -105,6 +106,9 @@ def house_rules_change(
             "commission_unit": current.commission_unit if current else Decimal("0.10"),
             "minimum_banco": current.minimum_banco if current else Decimal("100.00"),
             "gaming_day_cutoff": current.gaming_day_cutoff if current else 6,
+            "false_draw_sanction": (
+                current.false_draw_sanction if current else HouseRules.Sanction.NONE
+            ),
         }
         tableau_name = changes.pop(
             "tableau_version",
@@ -151,6 +155,11 @@ def _validate_rules(values: dict) -> None:
         raise Invalid("minimum_banco", "must be positive")
     if not 0 <= int(values["gaming_day_cutoff"]) <= 23:
         raise Invalid("gaming_day_cutoff", "must be an hour between 0 and 23")
+    if values["false_draw_sanction"] not in HouseRules.Sanction.values:
+        raise Invalid(
+            "false_draw_sanction",
+            "must be one of " + ", ".join(HouseRules.Sanction.values),
+        )
 
 
 def _rules_dict(rules: HouseRules) -> dict:
@@ -162,10 +171,15 @@ def _rules_dict(rules: HouseRules) -> dict:
         "minimum_banco": rules.minimum_banco,
         "tableau": rules.tableau.version,
         "gaming_day_cutoff": rules.gaming_day_cutoff,
+        "false_draw_sanction": rules.false_draw_sanction,
     }
 
 
-def session_open(*, table: Table, user, device: str = "") -> TableSession:
+def session_open(
+    *, table: Table, user, croupier=None, device: str = ""
+) -> TableSession:
+    """Open a session; `croupier` runs it (default: whoever opens it)."""
+    croupier = croupier or user
     with transaction.atomic():
         table = (
             Table.objects.select_for_update(of=("self",))
@@ -181,6 +195,7 @@ def session_open(*, table: Table, user, device: str = "") -> TableSession:
             table=table,
             opened_at=now,
             opened_by=user,
+            croupier=croupier,
             gaming_day=gaming_day_for(now, table.rules.gaming_day_cutoff),
         )
         log_action(
@@ -188,7 +203,39 @@ def session_open(*, table: Table, user, device: str = "") -> TableSession:
             user=user,
             device=device,
             obj=session,
-            new={"table": table.pk, "gaming_day": session.gaming_day},
+            new={
+                "table": table.pk,
+                "gaming_day": session.gaming_day,
+                "croupier": croupier.pk,
+            },
+        )
+    return session
+
+
+def session_croupier_change(
+    *, session: TableSession, croupier, user, reason: str = "", device: str = ""
+) -> TableSession:
+    """Hand the table to another croupier (a relief, or a pit boss's choice):
+    from now on only he enters coups there (casino.roles.works_at)."""
+    with transaction.atomic():
+        session = TableSession.objects.select_for_update().get(pk=session.pk)
+        if not session.is_open:
+            raise Conflict("session", "this session is closed")
+        if not croupier.is_active:
+            raise Invalid("croupier", "this user is not active")
+        old = session.croupier_id
+        if old == croupier.pk:
+            return session
+        session.croupier = croupier
+        session.save(update_fields=["croupier"])
+        log_action(
+            action="tables.session.croupier_changed",
+            user=user,
+            device=device,
+            obj=session,
+            reason=reason,
+            old={"croupier": old},
+            new={"croupier": croupier.pk},
         )
     return session
 

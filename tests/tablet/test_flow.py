@@ -115,7 +115,7 @@ def test_sign_in_open_everything_and_record_two_coups(
         2,
     )
     assert BankerTurn.objects.get(number=1).end == "lost"
-    expect(page.locator("#recent")).to_contain_text("9H KS · 2C 5D")
+    expect(page.locator("#recent")).to_contain_text("9♥ K♠ · 2♣ 5♦")
 
     page.get_by_role("link", name="Open the next bank").click()
     lost = page.get_by_text("Seat 1 lost the bank: the shoe passes to seat 2.")

@@ -67,7 +67,16 @@ def test_three_coups_offline_survive_a_reload_and_arrive_in_order(
     assert Coup.objects.count() == 0
     screenshot("tablet-offline-waiting-landscape")
 
+    # Locking would sign out with coups on the tablet: refused.
+    page.get_by_role("button", name="Lock").click()
+    expect(page.locator("#alert")).to_have_text("Send the waiting coups before locking.")
+
+    # The server's page changes; an offline reload must still show the kept copy.
+    from tables.models import Table
+
+    Table.objects.update(name="Renamed while offline")
     page.reload()  # still offline: the worker serves the kept screen
+    expect(page.get_by_role("link", name="Tables")).to_have_text("‹ Table 1")
     expect(net).to_contain_text("3 coups waiting")
     expect(page.locator("#bar-seq")).to_have_text("Coup 4")
     assert page.evaluate("window.ChemmyTablet.queue().length") == 3

@@ -1,0 +1,89 @@
+"""Floor, queue, statistics and the trail."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.paginator import Paginator
+from django.shortcuts import render
+from django.utils import timezone
+
+from casino.access import route_page
+from casino.models import ChangeLog
+from casino.trail import trail_verify
+from tables.models import Table
+
+from .. import selectors, services, stats
+from ..forms import QueueForm, StatsForm
+
+
+@route_page
+def floor(request):
+    services.flags_sync(wait=False)
+    return render(request, "audit/floor.html", {"rows": selectors.floor_tables()})
+
+
+@route_page
+def floor_tables(request):
+    """The part of the floor page htmx swaps in every few seconds."""
+    services.flags_sync(wait=False)
+    return render(request, "audit/_floor_tables.html",
+                  {"rows": selectors.floor_tables()})
+
+
+@route_page
+def queue(request):
+    services.flags_sync(wait=False)
+    params = request.GET.copy()
+    if "status" not in params:
+        params["status"] = "open"
+    form = QueueForm(params)
+    form.is_valid()
+    d = {k: v for k, v in form.cleaned_data.items() if v not in (None, "")}
+    f = selectors.QueueFilter(**{"status": None, **d})
+    page = Paginator(selectors.flag_queue(f), 50).get_page(request.GET.get("page"))
+    counts = selectors.flag_counts(f)
+    return render(request, "audit/queue.html", {
+        "form": form, "page": page, "counts": counts, "current": d,
+        "query": params.urlencode(),
+    })
+
+
+@route_page
+def stats_page(request):
+    form = StatsForm(request.GET or None)
+    today = timezone.localdate()
+    day_to, day_from, table = today, today - timedelta(days=6), None
+    if form.is_valid():
+        day_to = form.cleaned_data["day_to"] or day_to
+        day_from = form.cleaned_data["day_from"] or day_to - timedelta(days=6)
+        table = form.cleaned_data["table"]
+    if day_from > day_to:
+        day_from, day_to = day_to, day_from
+    hours = stats.table_hours(day_from, day_to, table)
+    return render(request, "audit/stats.html", {
+        "form": form, "day_from": day_from, "day_to": day_to, "table": table,
+        "tables": Table.objects.order_by("name"),
+        "croupiers": stats.croupier_stats(day_from, day_to, table),
+        "seats": stats.seat_stats(day_from, day_to, table),
+        "hours": hours, "hour_range": _played_hours(hours),
+    })
+
+
+def _played_hours(tables: list[dict]) -> list[int]:
+    played = sorted({h for t in tables for h in t["hours"]})
+    for t in tables:
+        t["row"] = [t["hours"].get(h) for h in played]
+    return played
+
+
+@route_page
+def trail(request):
+    rows = ChangeLog.objects.select_related("user").order_by("-id")
+    action = request.GET.get("action", "").strip()
+    if action:
+        rows = rows.filter(action__startswith=action)
+    page = Paginator(rows, 100).get_page(request.GET.get("page"))
+    check = trail_verify() if request.GET.get("verify") else None
+    return render(request, "audit/trail.html",
+                  {"page": page, "check": check, "action": action})

@@ -1,0 +1,224 @@
+"""Re-audit: check a period's coups again against a tableau version.
+
+After a tableau change or an import, every current coup revision in the range
+is evaluated again by the engine against the new version (each table's
+current tableau, or one named version). What the new version finds is
+recorded as ReauditFinding rows (new / kept / cleared against the findings the
+coup was recorded with); the coups and their original findings stay as they
+are, so the history the rollups summarise is untouched.
+
+The range is planned from the rollups into chunks of about `chunk_size` coups
+(a big table-day is split by coup id modulo), which run as a Celery chord on
+however many workers exist; each chunk is one transaction and is done once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from django.db import transaction
+from django.db.models import F, Sum
+from django.db.models.functions import Mod
+from django.utils import timezone
+
+from casino.changelog import log_action
+from tables import chemmy
+from tables.errors import Invalid
+from tables.models import DailyRollup, Finding, Table, TableauVersion
+from tables.rollups import current_coups
+from tables.services.coups import tableau_for
+
+from .models import ReauditChunk, ReauditFinding, ReauditRun, Status
+from .services import RETRY_POLICY, check_period
+
+log = logging.getLogger(__name__)
+# The findings that depend on the tableau (shoe and bank findings do not).
+ENGINE_CODES = ("false_draw", "draw_after_natural")
+
+
+def plan_chunks(from_day, to_day, chunk_size: int) -> list[list]:
+    cells = (
+        DailyRollup.objects.filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
+        .values("table_id", "gaming_day")
+        .annotate(n=Sum("coups"))
+        .filter(n__gt=0)
+        .order_by("gaming_day", "table_id")
+    )
+    chunks: list[list] = []
+    current: list = []
+    size = 0
+    for c in cells:
+        parts = max(1, math.ceil(c["n"] / chunk_size))
+        for part in range(parts):
+            n = c["n"] // parts + (1 if part < c["n"] % parts else 0)
+            if current and size + n > chunk_size:
+                chunks.append([current, size])
+                current, size = [], 0
+            current.append([c["table_id"], c["gaming_day"].isoformat(), part, parts])
+            size += n
+    if current:
+        chunks.append([current, size])
+    return chunks
+
+
+def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
+                    chunk_size: int = 2000, device: str = "") -> ReauditRun:
+    start, end = check_period(from_day, to_day)
+    if tableau_version and not TableauVersion.objects.filter(
+        version=tableau_version
+    ).exists():
+        raise Invalid("tableau_version", f"unknown tableau {tableau_version!r}")
+    if not isinstance(chunk_size, int) or not 10 <= chunk_size <= 100_000:
+        raise Invalid("chunk_size", "must be between 10 and 100000 coups")
+    with transaction.atomic():
+        plan = plan_chunks(start, end, chunk_size)
+        run = ReauditRun.objects.create(
+            from_day=start, to_day=end, tableau_version=tableau_version,
+            requested_by=user, requested_at=timezone.now(), chunks_total=len(plan),
+            coups_expected=sum(n for _, n in plan),
+        )
+        ReauditChunk.objects.bulk_create(
+            ReauditChunk(run=run, index=i, cells=cells, coups_planned=n)
+            for i, (cells, n) in enumerate(plan)
+        )
+        log_action(action="reports.reaudit.requested", user=user, device=device,
+                   obj=run, new={"from_day": start, "to_day": end,
+                                 "tableau_version": tableau_version or "current",
+                                 "chunks": len(plan), "coups": run.coups_expected})
+        transaction.on_commit(lambda: reaudit_dispatch(run=run))
+    return run
+
+
+def reaudit_dispatch(*, run: ReauditRun) -> bool:
+    from celery import chord
+
+    from .tasks import reaudit_chunk_task, reaudit_finish_task
+
+    finish = reaudit_finish_task.si(run.pk)
+    try:
+        if run.chunks_total:
+            header = [reaudit_chunk_task.si(run.pk, i) for i in range(run.chunks_total)]
+            chord(header)(finish, retry=True, retry_policy=RETRY_POLICY)
+        else:
+            finish.apply_async(retry=True, retry_policy=RETRY_POLICY)
+    except Exception as exc:  # broker down: left queued, sent again later
+        log.warning("re-audit %s not dispatched: %s", run.pk, exc)
+        return False
+    now = timezone.now()
+    ReauditRun.objects.filter(pk=run.pk, dispatched_at=None).update(dispatched_at=now)
+    run.dispatched_at = now
+    return True
+
+
+def _engine_findings(coup: dict, tableau) -> list[chemmy.Finding]:
+    verdict = chemmy.evaluate(coup["punter_cards"], coup["banker_cards"],
+                              tableau=tableau)
+    return [f for f in verdict.findings if f.code in ENGINE_CODES]
+
+
+def reaudit_chunk(*, run_id: int, index: int) -> dict:
+    """Check one chunk's coups; one transaction, done once."""
+    with transaction.atomic():
+        chunk = (ReauditChunk.objects.select_for_update()
+                 .select_related("run").get(run_id=run_id, index=index))
+        run = chunk.run
+        if chunk.done_at is not None:
+            return {"chunk": index, "skipped": True}
+        versions = _versions(run, {c[0] for c in chunk.cells})
+        rows: list[ReauditFinding] = []
+        checked = 0
+        for table_id, day, part, parts in chunk.cells:
+            coups = current_coups().filter(shoe__session__table_id=table_id,
+                                           gaming_day=day)
+            if parts > 1:
+                coups = coups.annotate(m=Mod("id", parts)).filter(m=part)
+            coups = list(coups.values("id", "punter_cards", "banker_cards"))
+            recorded: dict[int, list] = {}
+            for f in Finding.objects.filter(coup_id__in=[c["id"] for c in coups],
+                                            code__in=ENGINE_CODES):
+                recorded.setdefault(f.coup_id, []).append(f)
+            tableau = tableau_for(versions[table_id])
+            for coup in coups:
+                rows += _compare(run, table_id, day, coup, tableau,
+                                 recorded.get(coup["id"], []))
+            checked += len(coups)
+        ReauditFinding.objects.bulk_create(rows)
+        counts = {c: sum(1 for r in rows if r.change == c) for c in ("new", "kept",
+                                                                    "cleared")}
+        chunk.done_at, chunk.coups_checked = timezone.now(), checked
+        chunk.save(update_fields=["done_at", "coups_checked"])
+        ReauditRun.objects.filter(pk=run.pk).update(
+            chunks_done=F("chunks_done") + 1,
+            coups_checked=F("coups_checked") + checked,
+            findings=F("findings") + counts["new"] + counts["kept"],
+            findings_new=F("findings_new") + counts["new"],
+            findings_cleared=F("findings_cleared") + counts["cleared"],
+        )
+        ReauditRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
+            status=Status.RUNNING, started_at=timezone.now())
+        log_action(action="reports.reaudit.chunk_done", device="celery", obj=run,
+                   new={"chunk": index, "coups": checked, **counts})
+    return {"chunk": index, "coups": checked, **counts}
+
+
+def _versions(run: ReauditRun, table_ids) -> dict[int, str]:
+    if run.tableau_version:
+        return dict.fromkeys(table_ids, run.tableau_version)
+    return dict(Table.objects.filter(pk__in=table_ids)
+                .values_list("pk", "rules__tableau__version"))
+
+
+def _compare(run, table_id, day, coup, tableau, recorded) -> list[ReauditFinding]:
+    out = []
+    before = {(f.code, f.side) for f in recorded}
+    now = set()
+    for f in _engine_findings(coup, tableau):
+        key = (f.code, f.side or "")
+        now.add(key)
+        out.append(ReauditFinding(
+            run=run, coup_id=coup["id"], table_id=table_id, gaming_day=day,
+            code=f.code, severity=f.severity, side=f.side or "",
+            detail=dict(f.detail), message=f.message, tableau_version=tableau.version,
+            change="kept" if key in before else "new",
+        ))
+    for f in recorded:
+        if (f.code, f.side) not in now:
+            out.append(ReauditFinding(
+                run=run, coup_id=coup["id"], table_id=table_id, gaming_day=day,
+                code=f.code, severity=f.severity, side=f.side, detail=f.detail,
+                message=f"cleared under {tableau.version}: {f.message}"[:300],
+                tableau_version=tableau.version, change="cleared",
+            ))
+    return out
+
+
+def reaudit_finish(*, run_id: int) -> ReauditRun:
+    with transaction.atomic():
+        run = ReauditRun.objects.select_for_update().get(pk=run_id)
+        if run.status in (Status.DONE, Status.FAILED):
+            return run
+        missing = list(run.chunks.filter(done_at=None).values_list("index", flat=True))
+        run.finished_at = timezone.now()
+        if missing:
+            run.status = Status.FAILED
+            run.error = (run.error or f"chunks not done: {missing[:20]}")
+        else:
+            run.status = Status.DONE
+        run.save(update_fields=["status", "error", "finished_at"])
+        log_action(action=f"reports.reaudit.{run.status}", device="celery", obj=run,
+                   new={"coups": run.coups_checked, "findings": run.findings,
+                        "new": run.findings_new, "cleared": run.findings_cleared,
+                        "error": run.error})
+    return run
+
+
+def reaudit_fail_chunk(*, run_id: int, index: int, error: str) -> None:
+    """A chunk that raised: the run says why (its finish will mark it failed)."""
+    with transaction.atomic():
+        run = ReauditRun.objects.select_for_update().get(pk=run_id)
+        if not run.error:
+            run.error = f"chunk {index}: {error}"[:2000]
+            run.save(update_fields=["error"])
+        log_action(action="reports.reaudit.chunk_failed", device="celery", obj=run,
+                   new={"chunk": index, "error": error})

@@ -1,0 +1,92 @@
+"""Explicit input and output serializers for the reports API."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from .models import ReauditRun, ReportJob
+from .selectors import GROUPS
+
+
+class ReportRequestSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=ReportJob.Kind.choices)
+    format = serializers.ChoiceField(choices=ReportJob.Format.choices)
+    from_day = serializers.DateField(help_text="First gaming day (YYYY-MM-DD).")
+    to_day = serializers.DateField(help_text="Last gaming day (YYYY-MM-DD).")
+    group_by = serializers.ChoiceField(choices=list(GROUPS), default="table")
+    tables = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, default=list,
+        help_text="Table ids; empty for every table.",
+    )
+
+
+class ReportJobSerializer(serializers.ModelSerializer):
+    status_url = serializers.SerializerMethodField()
+    download_url = serializers.SerializerMethodField()
+    requested_by = serializers.CharField(source="requested_by.username", default=None)
+
+    class Meta:
+        model = ReportJob
+        fields = [
+            "id", "kind", "format", "params", "source", "status", "percent", "rows",
+            "rows_expected", "error", "requested_by", "requested_at", "dispatched_at",
+            "started_at", "finished_at", "file_size", "sha256", "stamp",
+            "status_url", "download_url",
+        ]
+
+    def get_status_url(self, job) -> str:
+        return reverse("reports-api:job", args=[job.pk])
+
+    def get_download_url(self, job) -> str | None:
+        if job.status != "done":
+            return None
+        return reverse("reports-api:download", args=[job.pk])
+
+
+class ReauditRequestSerializer(serializers.Serializer):
+    from_day = serializers.DateField()
+    to_day = serializers.DateField()
+    tableau_version = serializers.CharField(
+        required=False, default="", allow_blank=True
+    )
+    chunk_size = serializers.IntegerField(required=False, default=2000)
+
+
+class ReauditRunSerializer(serializers.ModelSerializer):
+    percent = serializers.IntegerField(read_only=True)
+    status_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ReauditRun
+        fields = [
+            "id", "from_day", "to_day", "tableau_version", "status", "percent",
+            "chunks_total", "chunks_done", "coups_expected", "coups_checked",
+            "findings", "findings_new", "findings_cleared", "error", "requested_at",
+            "dispatched_at", "started_at", "finished_at", "status_url",
+        ]
+
+    def get_status_url(self, run) -> str:
+        return reverse("reports-api:reaudit", args=[run.pk])
+
+
+class OddsQuerySerializer(serializers.Serializer):
+    decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
+    tableau = serializers.CharField(required=False, default="chemmy-standard-1")
+    punto_banco = serializers.BooleanField(required=False, default=False)
+    punter_draws_on_5 = serializers.BooleanField(required=False, default=True)
+    banker_draws_optional = serializers.BooleanField(required=False, default=True)
+    rate = serializers.DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal("0"),
+        max_value=Decimal("0.5"), default=Decimal("0.05"),
+    )
+
+
+class CommissionQuerySerializer(serializers.Serializer):
+    from_day = serializers.DateField()
+    to_day = serializers.DateField()
+    group_by = serializers.ChoiceField(choices=list(GROUPS), default="table")
+    tables = serializers.ListField(child=serializers.IntegerField(min_value=1),
+                                   required=False, default=list)

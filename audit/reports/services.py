@@ -1,0 +1,260 @@
+"""Services for reports: request, dispatch, build, the nightly batch.
+
+A request is one transaction (the job row and its change-log row); the task is
+sent on commit, so a worker never looks for a job that is not there yet. If the
+broker cannot be reached the job stays queued and undispatched — the caller is
+told (HTTP 503) and reports.dispatch_pending sends it when the queue is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from casino.changelog import log_action
+from tables.errors import Invalid
+from tables.models import Table
+from tables.services import gaming_day_for
+
+from .models import ReportJob, Status
+from .selectors import GROUPS
+
+log = logging.getLogger(__name__)
+MAX_DAYS = 3660
+# Fail fast when the broker is down: the request must answer, not hang.
+RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
+                "interval_max": 0.5}
+UNAVAILABLE = "reports are unavailable: the task queue cannot be reached"
+
+
+def parse_day(value, field: str) -> date:
+    if isinstance(value, datetime):
+        raise Invalid(field, "must be a gaming day (YYYY-MM-DD), not a time")
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise Invalid(field, "must be a gaming day as YYYY-MM-DD") from None
+
+
+def check_period(from_day, to_day) -> tuple[date, date]:
+    start, end = parse_day(from_day, "from_day"), parse_day(to_day, "to_day")
+    if end < start:
+        raise Invalid("to_day", "must be on or after from_day")
+    if (end - start).days >= MAX_DAYS:
+        raise Invalid("to_day", f"a report covers at most {MAX_DAYS} gaming days")
+    return start, end
+
+
+def _check_tables(table_ids) -> list[int]:
+    if not table_ids:
+        return []
+    if not isinstance(table_ids, list | tuple) or not all(
+        type(t) is int for t in table_ids
+    ):
+        raise Invalid("tables", "must be a list of table ids")
+    found = set(Table.objects.filter(pk__in=table_ids).values_list("pk", flat=True))
+    missing = sorted(set(table_ids) - found)
+    if missing:
+        raise Invalid("tables", f"no table with id {missing[0]}")
+    return sorted(found)
+
+
+def report_request(
+    *,
+    user,
+    kind: str,
+    format: str,  # noqa: A002 - the API's word
+    from_day,
+    to_day,
+    group_by: str = "table",
+    table_ids=None,
+    source: str = ReportJob.Source.MANUAL,
+    dedupe_key: str | None = None,
+    device: str = "",
+) -> ReportJob:
+    if kind not in ReportJob.Kind.values:
+        raise Invalid("kind", f"must be one of {', '.join(ReportJob.Kind.values)}")
+    if format not in ReportJob.Format.values:
+        raise Invalid("format", "must be one of csv, xlsx, pdf")
+    if kind == ReportJob.Kind.COUPS and format != ReportJob.Format.CSV:
+        raise Invalid("format", "the coup detail export is CSV only (streamed)")
+    if kind == ReportJob.Kind.COMMISSION and group_by not in GROUPS:
+        raise Invalid("group_by", f"must be one of {', '.join(GROUPS)}")
+    start, end = check_period(from_day, to_day)
+    params = {
+        "from_day": start.isoformat(), "to_day": end.isoformat(),
+        "tables": _check_tables(table_ids),
+    }
+    if kind == ReportJob.Kind.COMMISSION:
+        params["group_by"] = group_by
+    with transaction.atomic():
+        job = ReportJob.objects.create(
+            kind=kind, format=format, params=params, source=source,
+            dedupe_key=dedupe_key, requested_by=user, requested_at=timezone.now(),
+        )
+        log_action(action="reports.report.requested", user=user, device=device,
+                   obj=job, new={"kind": kind, "format": format, **params})
+        transaction.on_commit(lambda: report_dispatch(job=job))
+    return job
+
+
+def report_dispatch(*, job: ReportJob) -> bool:
+    """Send the build task; False (job left undispatched) if the broker is down."""
+    from .tasks import report_build_task
+
+    try:
+        result = report_build_task.apply_async(
+            (job.pk,), retry=True, retry_policy=RETRY_POLICY
+        )
+    except Exception as exc:  # kombu/redis raise several kinds; all mean "down"
+        log.warning("report job %s not dispatched: %s", job.pk, exc)
+        job.dispatched_at = None
+        return False
+    now = timezone.now()
+    ReportJob.objects.filter(pk=job.pk, dispatched_at__isnull=True).update(
+        dispatched_at=now, task_id=result.id or ""
+    )
+    job.dispatched_at, job.task_id = now, result.id or ""
+    return True
+
+
+def report_progress(job_id: int, *, rows: int, expected: int) -> None:
+    percent = min(99, rows * 100 // expected) if expected else 50
+    ReportJob.objects.filter(pk=job_id).update(rows=rows, percent=percent)
+
+
+def _claim(job_id: int) -> ReportJob | None:
+    with transaction.atomic():
+        job = ReportJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or job.status == Status.DONE:
+            return None  # gone, or already built: a redelivery does nothing
+        job.status, job.started_at = Status.RUNNING, timezone.now()
+        job.percent = job.rows = 0
+        job.error = ""
+        job.save(update_fields=["status", "started_at", "percent", "rows", "error"])
+        return job
+
+
+def report_build(*, job_id: int) -> ReportJob | None:
+    """Build the job's file (idempotent: a built job is left as it is)."""
+    job = _claim(job_id)
+    if job is None:
+        return ReportJob.objects.filter(pk=job_id).first()
+    folder = Path(settings.MEDIA_ROOT) / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / job.filename
+    tmp = folder / f".{job.filename}.{os.getpid()}.tmp"
+    try:
+        rows, stamp = _build_file(job, tmp)
+        os.replace(tmp, final)  # a reader never sees half a file
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        log.exception("report job %s failed", job.pk)
+        return report_fail(job_id=job.pk, error=f"{type(exc).__name__}: {exc}")
+    digest = hashlib.sha256()
+    with open(final, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    with transaction.atomic():
+        job = ReportJob.objects.select_for_update().get(pk=job.pk)
+        job.status, job.percent, job.rows = Status.DONE, 100, rows
+        job.finished_at, job.stamp = timezone.now(), stamp
+        job.file = str(final.relative_to(settings.MEDIA_ROOT))
+        job.file_size, job.sha256 = final.stat().st_size, digest.hexdigest()
+        job.save()
+        log_action(action="reports.report.built", user=None, device="celery",
+                   obj=job, new={"file": job.file, "rows": rows,
+                                 "sha256": job.sha256})
+    return job
+
+
+def report_fail(*, job_id: int, error: str) -> ReportJob:
+    with transaction.atomic():
+        job = ReportJob.objects.select_for_update().get(pk=job_id)
+        job.status, job.error, job.finished_at = Status.FAILED, error, timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        log_action(action="reports.report.failed", user=None, device="celery",
+                   obj=job, new={"error": error})
+    return job
+
+
+def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
+    from . import detail, pdf, sheets, writers
+
+    user = job.requested_by
+    if job.kind == ReportJob.Kind.COUPS:
+        stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
+                                  rules=_rules(job.params))
+        expected = detail.coups_expected(job.params)
+        ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
+        rows = detail.write_coups_csv(
+            job.params, path, stamp=stamp,
+            progress=lambda n: report_progress(job.pk, rows=n, expected=expected),
+        )
+        return rows, stamp
+    build = (sheets.commission_document if job.kind == ReportJob.Kind.COMMISSION
+             else sheets.findings_document)
+    doc = build(params=job.params, user=user)
+    report_progress(job.pk, rows=0, expected=0)  # data read: half way
+    writer = {"csv": writers.write_csv, "xlsx": writers.write_xlsx,
+              "pdf": pdf.write_pdf}[job.format]
+    return writer(doc, path), doc.stamp
+
+
+def _rules(params: dict) -> list[dict]:
+    from .selectors import rules_in_force, rules_periods
+
+    return rules_in_force(rules_periods(params.get("tables") or None),
+                          date.fromisoformat(params["from_day"]),
+                          date.fromisoformat(params["to_day"]))
+
+
+def nightly_reports(*, now: datetime | None = None, cutoff_hour: int | None = None,
+                    format: str = "pdf") -> list[ReportJob]:  # noqa: A002
+    """The previous gaming day's commission report for every open table (whose
+    cut-off is this hour, when given). Once per table and day: beat may fire
+    twice, a worker may retry; the dedupe key keeps one job."""
+    now = now or timezone.now()
+    jobs = []
+    for table in Table.objects.filter(active=True).select_related("rules"):
+        cutoff = table.rules.gaming_day_cutoff if table.rules else 6
+        if cutoff_hour is not None and cutoff != cutoff_hour:
+            continue
+        day = gaming_day_for(now, cutoff) - timedelta(days=1)
+        key = f"nightly:commission:{table.pk}:{day.isoformat()}:{format}"
+        if ReportJob.objects.filter(dedupe_key=key).exists():
+            continue
+        try:
+            jobs.append(report_request(
+                user=None, kind="commission", format=format, from_day=day,
+                to_day=day, group_by="croupier", table_ids=[table.pk],
+                source=ReportJob.Source.NIGHTLY, dedupe_key=key, device="beat",
+            ))
+        except IntegrityError:  # a concurrent run made it first
+            continue
+    return jobs
+
+
+def dispatch_pending(*, older_than: int = 30) -> int:
+    """Send again the jobs and re-audits the broker missed (it was down)."""
+    from .models import ReauditRun
+    from .reaudit import reaudit_dispatch
+
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    sent = 0
+    for job in ReportJob.objects.filter(status=Status.QUEUED, dispatched_at=None,
+                                        requested_at__lt=cutoff):
+        sent += report_dispatch(job=job)
+    for run in ReauditRun.objects.filter(status=Status.QUEUED, dispatched_at=None,
+                                         requested_at__lt=cutoff):
+        sent += reaudit_dispatch(run=run)
+    return sent

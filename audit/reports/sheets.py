@@ -1,0 +1,175 @@
+"""Reports as sheets: a stamp, typed columns, rows and a totals row.
+
+One shape for every format: the CSV and XLSX writers and the PDF template
+read a Sheet, so a number is the same number everywhere. Column kinds tell the
+XLSX writer which number format to use (numbers stay numeric cells).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+
+from django.conf import settings
+from django.db.models import Case, Count, F, IntegerField, When
+from django.utils import timezone
+
+from tables.models import Finding
+from tables.rollups import current_coups
+
+from .selectors import CommissionReport, commission_report
+
+TEXT, INT, MONEY, DECIMAL, FLAG = "text", "int", "money", "decimal", "flag"
+TITLES = {
+    "commission": "Commission report",
+    "findings": "Findings report",
+    "coups": "Coup detail export",
+}
+
+
+@dataclass
+class Column:
+    header: str
+    kind: str = TEXT
+
+
+@dataclass
+class Sheet:
+    name: str
+    columns: list[Column]
+    rows: list[list] = field(default_factory=list)
+    total: list | None = None
+
+
+@dataclass
+class Document:
+    title: str
+    stamp: dict
+    sheets: list[Sheet]
+    report: CommissionReport | None = None  # the PDF draws its chart from it
+
+
+@lru_cache(maxsize=1)
+def software_version() -> str:
+    root = settings.BASE_DIR
+    with open(root / "pyproject.toml", "rb") as f:
+        version = tomllib.load(f)["project"]["version"]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+            text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"chemmy-audit {version}" + (f" ({commit})" if commit else "")
+
+
+def make_stamp(*, kind: str, params: dict, user, rules: list[dict]) -> dict:
+    """What regulators ask on every report: title, period, house rules in
+    force, software version, generated at and by whom."""
+    return {
+        "title": TITLES[kind],
+        "period": f"gaming days {params['from_day']} to {params['to_day']}",
+        "gaming_day_note": "a gaming day starts at the table's cut-off hour",
+        "group_by": params.get("group_by", ""),
+        "house_rules": rules,
+        "software_version": software_version(),
+        "generated_at": timezone.localtime().isoformat(timespec="seconds"),
+        "generated_by": user.username if user else "nightly schedule",
+    }
+
+
+def rules_text(rule: dict) -> str:
+    return (
+        f"{rule['table']}: rules v{rule['version']}, {rule['decks']} decks, "
+        f"commission {rule['commission_rate']} rounded to {rule['commission_unit']}, "
+        f"minimum banco {rule['minimum_banco']}, tableau {rule['tableau']}, "
+        f"cut-off {rule['gaming_day_cutoff']}:00"
+        + (f" (from {rule['from_day']})" if rule.get("from_day") else "")
+    )
+
+
+def commission_document(*, params: dict, user) -> Document:
+    report = commission_report(
+        from_day=date.fromisoformat(params["from_day"]),
+        to_day=date.fromisoformat(params["to_day"]),
+        group_by=params.get("group_by", "table"),
+        table_ids=params.get("tables") or None,
+    )
+    codes = report.finding_codes
+    columns = [
+        Column(params.get("group_by", "table").replace("_", " ")),
+        Column("coups", INT), Column("banker wins", INT), Column("punter wins", INT),
+        Column("ties", INT), Column("covered", MONEY), Column("commission", MONEY),
+        Column("cagnotte counted", MONEY), Column("cagnotte variance", MONEY),
+        Column("expected commission", MONEY), Column("95% low", MONEY),
+        Column("95% high", MONEY), Column("z", DECIMAL), Column("outside band", FLAG),
+    ] + [Column(code, INT) for code in codes]
+
+    def line(r) -> list:
+        return [
+            r.label, r.coups, r.banker_wins, r.punter_wins, r.ties, r.covered,
+            r.commission, r.counted, r.cagnotte_variance, r.expected, r.band_low,
+            r.band_high, r.z, "yes" if r.outside else "",
+        ] + [r.findings.get(code, 0) for code in codes]
+
+    main = Sheet("Commission", columns, [line(r) for r in report.rows],
+                 line(report.total))
+    flagged = Sheet(
+        "Outside band",
+        [Column("table and gaming day"), Column("coups", INT),
+         Column("covered", MONEY), Column("commission", MONEY),
+         Column("expected commission", MONEY), Column("95% low", MONEY),
+         Column("95% high", MONEY), Column("z", DECIMAL)],
+        [[c.label, c.coups, c.covered, c.commission, c.expected, c.band_low,
+          c.band_high, c.z] for c in report.flagged],
+    )
+    stamp = make_stamp(kind="commission", params=params, user=user, rules=report.rules)
+    return Document(TITLES["commission"], stamp, [main, flagged], report)
+
+
+def findings_document(*, params: dict, user) -> Document:
+    """False draws and the other findings by table, croupier, player (the seat
+    whose side broke the rule) and code, over the current coup revisions."""
+    coups = current_coups().filter(
+        gaming_day__gte=params["from_day"], gaming_day__lte=params["to_day"]
+    )
+    if params.get("tables"):
+        coups = coups.filter(shoe__session__table_id__in=params["tables"])
+    seat = Case(
+        When(side="punter", then=F("coup__punter_seat")),
+        When(side="banker", then=F("coup__banker_seat")),
+        output_field=IntegerField(),
+    )
+    rows = (
+        Finding.objects.filter(coup__in=coups)
+        .annotate(seat=seat)
+        .values("coup__shoe__session__table__name", "coup__entered_by__username",
+                "seat", "side", "code", "severity")
+        .annotate(n=Count("id"))
+        .order_by("coup__shoe__session__table__name", "coup__entered_by__username",
+                  "seat", "code")
+    )
+    columns = [Column("table"), Column("croupier"), Column("player seat", INT),
+               Column("side"), Column("code"), Column("severity"),
+               Column("findings", INT)]
+    body = [[r["coup__shoe__session__table__name"], r["coup__entered_by__username"],
+             r["seat"], r["side"], r["code"], r["severity"], r["n"]] for r in rows]
+    by_code: dict[str, int] = {}
+    for r in body:
+        by_code[r[4]] = by_code.get(r[4], 0) + r[6]
+    main = Sheet("Findings", columns, body,
+                 ["Total", "", None, "", "", "", sum(by_code.values())])
+    codes = Sheet("By code", [Column("code"), Column("findings", INT)],
+                  [[c, n] for c, n in sorted(by_code.items())])
+    from .selectors import rules_in_force, rules_periods
+
+    rules = rules_in_force(
+        rules_periods(params.get("tables") or None),
+        date.fromisoformat(params["from_day"]), date.fromisoformat(params["to_day"]),
+    )
+    stamp = make_stamp(kind="findings", params=params, user=user, rules=rules)
+    return Document(TITLES["findings"], stamp, [main, codes])

@@ -1,0 +1,51 @@
+"""Celery tasks: thin. Each takes ids, calls a service and returns a summary.
+
+acks_late: a worker that dies mid-task leaves the message to be delivered
+again, and every service here is idempotent (a built job, a done chunk is
+left as it is), so a redelivery is harmless.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import reaudit, services
+
+TASK = {"acks_late": True, "reject_on_worker_lost": True}
+
+
+@shared_task(name="reports.build", **TASK)
+def report_build_task(job_id: int) -> dict:
+    job = services.report_build(job_id=job_id)
+    if job is None:
+        return {"job": job_id, "status": "missing"}
+    return {"job": job.pk, "status": job.status, "rows": job.rows}
+
+
+@shared_task(name="reports.reaudit_chunk", **TASK)
+def reaudit_chunk_task(run_id: int, index: int) -> dict:
+    try:
+        return reaudit.reaudit_chunk(run_id=run_id, index=index)
+    except Exception as exc:
+        # Recorded on the run, not raised: a raising header would stop the
+        # chord's finish, and the run must still end (as failed, saying why).
+        reaudit.reaudit_fail_chunk(run_id=run_id, index=index,
+                                   error=f"{type(exc).__name__}: {exc}")
+        return {"chunk": index, "error": str(exc)}
+
+
+@shared_task(name="reports.reaudit_finish", **TASK)
+def reaudit_finish_task(run_id: int) -> dict:
+    run = reaudit.reaudit_finish(run_id=run_id)
+    return {"run": run.pk, "status": run.status, "coups": run.coups_checked}
+
+
+@shared_task(name="reports.nightly", **TASK)
+def nightly_reports_task(cutoff_hour: int | None = None, format: str = "pdf") -> list:  # noqa: A002
+    jobs = services.nightly_reports(cutoff_hour=cutoff_hour, format=format)
+    return [j.pk for j in jobs]
+
+
+@shared_task(name="reports.dispatch_pending", **TASK)
+def dispatch_pending_task() -> int:
+    return services.dispatch_pending()

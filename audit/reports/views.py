@@ -1,0 +1,174 @@
+"""Manager pages: the dashboard, a report's status page, re-audit.
+
+Thin: forms go to the same services as the API; progress is read by the page
+from a small JSON view every second or two.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from casino.roles import has_capability
+from tables.errors import ServiceError
+from tables.models import Table, TableauVersion
+from tables.services import gaming_day_for
+
+from . import reaudit as reaudit_services
+from . import services
+from .api import job_file_response, not_dispatched
+from .models import ReauditRun, ReportJob, Status
+from .odds import compute_odds
+from .selectors import GROUPS, commission_report
+
+ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+
+def capability(cap: str):
+    def deco(view):
+        @login_required
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not has_capability(request.user, cap):
+                raise PermissionDenied(f"Your role does not allow {cap}.")
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return deco
+
+
+def _today():
+    return gaming_day_for(timezone.now(), 6)
+
+
+def table_odds() -> list[dict]:
+    out = []
+    for t in Table.objects.filter(active=True).select_related("rules__tableau"):
+        if t.rules is None:
+            continue
+        odds = compute_odds(decks=t.rules.decks, tableau=t.rules.tableau.as_engine())
+        out.append({
+            "table": t.name, "decks": t.rules.decks, "tableau": odds.tableau,
+            "rate": t.rules.commission_rate,
+            "banker": float(odds.p_banker), "punter": float(odds.p_punter),
+            "tie": float(odds.p_tie),
+            "per_100": float(odds.expected_commission_per_unit(
+                t.rules.commission_rate) * 100),
+        })
+    return out
+
+
+@capability("report.read")
+def dashboard(request):
+    to_day = _today()
+    from_day = to_day - timedelta(days=29)
+    by_day = commission_report(from_day=from_day, to_day=to_day, group_by="gaming_day")
+    by_table = commission_report(from_day=from_day, to_day=to_day, group_by="table")
+    chart = {
+        "days": [d.label for d in by_day.rows],
+        "commission": [float(d.commission) for d in by_day.rows],
+        "expected": [float(d.expected) for d in by_day.rows],
+        "low": [float(d.band_low) for d in by_day.rows],
+        "high": [float(d.band_high) for d in by_day.rows],
+        "tables": [r.label for r in by_table.rows],
+        "table_commission": [float(r.commission) for r in by_table.rows],
+        "table_expected": [float(r.expected) for r in by_table.rows],
+    }
+    return render(request, "reports/dashboard.html", {
+        "from_day": from_day, "to_day": to_day, "total": by_day.total,
+        "flagged": by_day.flagged, "chart": chart,
+        "jobs": ReportJob.objects.select_related("requested_by")[:12],
+        "running": ReportJob.objects.filter(status__in=ACTIVE)[:20],
+        "reaudits": ReauditRun.objects.all()[:5],
+        "odds": table_odds(), "groups": list(GROUPS),
+        "kinds": ReportJob.Kind.choices, "formats": ReportJob.Format.values,
+        "tableaux": TableauVersion.objects.values_list("version", flat=True),
+        "can_request": has_capability(request.user, "report.request"),
+        "can_reaudit": has_capability(request.user, "reaudit.run"),
+    })
+
+
+@require_POST
+@capability("report.request")
+def request_report(request):
+    p = request.POST
+    try:
+        job = services.report_request(
+            user=request.user, kind=p.get("kind", ""), format=p.get("format", ""),
+            from_day=p.get("from_day", ""), to_day=p.get("to_day", ""),
+            group_by=p.get("group_by", "table"), device="reports page",
+        )
+    except ServiceError as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+        return redirect("reports:dashboard")
+    job.refresh_from_db()
+    if not_dispatched(job):
+        messages.warning(request, f"{services.UNAVAILABLE}: report #{job.pk} is "
+                         "kept and will be built when the queue is back.")
+    return redirect("reports:job", pk=job.pk)
+
+
+@capability("report.read")
+def job_page(request, pk: int):
+    job = get_object_or_404(ReportJob.objects.select_related("requested_by"), pk=pk)
+    return render(request, "reports/job.html", {
+        "job": job, "stamp_json": json.dumps(job.stamp, indent=2),
+    })
+
+
+@capability("report.read")
+def job_download(request, pk: int):
+    return job_file_response(get_object_or_404(ReportJob, pk=pk))
+
+
+@capability("report.read")
+def progress(request):
+    """Progress of the running jobs and re-audits (polled by the pages)."""
+    ids = [int(i) for i in request.GET.getlist("job") if i.isdigit()]
+    runs = [int(i) for i in request.GET.getlist("run") if i.isdigit()]
+    jobs = ReportJob.objects.filter(pk__in=ids) if ids else ReportJob.objects.filter(
+        status__in=ACTIVE)[:20]
+    return JsonResponse({
+        "jobs": [{"id": j.pk, "status": j.status, "percent": j.percent,
+                  "rows": j.rows, "error": j.error} for j in jobs],
+        "runs": [{"id": r.pk, "status": r.status, "percent": r.percent,
+                  "coups": r.coups_checked, "chunks": r.chunks_done,
+                  "chunks_total": r.chunks_total, "error": r.error}
+                 for r in ReauditRun.objects.filter(pk__in=runs)],
+    })
+
+
+@require_POST
+@capability("reaudit.run")
+def reaudit_start(request):
+    p = request.POST
+    try:
+        run = reaudit_services.reaudit_request(
+            user=request.user, from_day=p.get("from_day", ""),
+            to_day=p.get("to_day", ""), tableau_version=p.get("tableau_version", ""),
+            device="reports page",
+        )
+    except ServiceError as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+        return redirect("reports:dashboard")
+    return redirect("reports:reaudit", pk=run.pk)
+
+
+@capability("report.read")
+def reaudit_page(request, pk: int):
+    run = get_object_or_404(ReauditRun, pk=pk)
+    from .models import ReauditFinding
+
+    changes = (ReauditFinding.objects.filter(run=run).exclude(change="kept")
+               .select_related("table").order_by("gaming_day", "coup_id")[:200])
+    return render(request, "reports/reaudit.html", {"run": run, "changes": changes})

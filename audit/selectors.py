@@ -1,0 +1,187 @@
+"""Selectors read: the floor, the review queue and its counts, a flag's file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+
+from casino.models import ChangeLog
+from tables.chemmy import punter_action
+from tables.models import BankerTurn, Coup, Shoe, TableauVersion, TableSession
+from tables.rollups import current_coups
+
+from .models import Flag
+
+SEVERITY_ORDER = Case(
+    When(severity="critical", then=Value(0)), default=Value(1),
+    output_field=IntegerField(),
+)
+FILTERS = ("table", "code", "side", "croupier", "gaming_day", "status", "severity")
+# RULES.md, quoted on the flag's page (what the pit boss checks against).
+RULE_QUOTES = {
+    "false_draw": "Drawing in an S cell or standing in a D cell is a false_draw "
+    "by the banker. Standing on 0–4 or drawing on 6–7 is a false_draw by the "
+    "punter.",
+    "draw_after_natural": "A third card dealt to either side after a natural is a "
+    "draw_after_natural finding; that card does not count in the totals.",
+    "deal_below_seven": "A coup may only begin with at least 7 cards left in the "
+    "shoe; a coup begun with fewer is a deal_below_seven finding.",
+    "card_count_exceeded": "A card code seen more than `decks` times in one shoe "
+    "is a card_count_exceeded finding (a mis-keyed card or a foreign card).",
+    "bank_mismatch": "The bank the croupier declared differs from the "
+    "carried-forward bank.",
+    "cagnotte_variance": "The counted cagnotte at closing differs from the "
+    "computed commission.",
+    "turn_structure": "A correction changed who won; the turn structure as "
+    "recorded stands and money is re-computed along it. Check how the bank "
+    "really went on.",
+}
+COLUMNS = ["stood"] + [str(v) for v in range(10)]
+
+
+def floor_tables() -> list[dict]:
+    """Every open table: who deals, the bank, coups, the shoe, open flags."""
+    sessions = list(
+        TableSession.objects.filter(closed_at__isnull=True)
+        .select_related("table__rules", "croupier")
+        .order_by("table__name")
+    )
+    ids = [s.pk for s in sessions]
+    turns = {t.session_id: t for t in BankerTurn.objects.filter(
+        session_id__in=ids, closed_at__isnull=True)}
+    shoes = {s.session_id: s for s in Shoe.objects.filter(
+        session_id__in=ids, closed_at__isnull=True)}
+    coups = dict(current_coups().filter(shoe__session_id__in=ids)
+                 .values_list("shoe__session_id").annotate(n=Count("id")))
+    flags: dict[int, dict[str, int]] = {}
+    for row in (Flag.objects.filter(session_id__in=ids, status=Flag.Status.OPEN)
+                .values("session_id", "severity").annotate(n=Count("id"))):
+        flags.setdefault(row["session_id"], {})[row["severity"]] = row["n"]
+    out = []
+    for s in sessions:
+        out.append({
+            "session": s, "table": s.table, "croupier": s.croupier,
+            "turn": turns.get(s.pk), "shoe": shoes.get(s.pk),
+            "coups": coups.get(s.pk, 0),
+            "critical": flags.get(s.pk, {}).get("critical", 0),
+            "warning": flags.get(s.pk, {}).get("warning", 0),
+        })
+    return out
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    table: int | None = None
+    code: str | None = None
+    side: str | None = None
+    croupier: int | None = None
+    gaming_day: date | None = None
+    status: str | None = "open"
+    severity: str | None = None
+
+    def lookups(self, skip: str | None = None) -> dict:
+        out = {}
+        for name in FILTERS:
+            value = getattr(self, name)
+            if name == skip or value in (None, ""):
+                continue
+            key = {"table": "table_id", "croupier": "croupier_id"}.get(name, name)
+            out[key] = "" if (name == "side" and value == "-") else value
+        return out
+
+
+def flag_queue(f: QueueFilter) -> QuerySet[Flag]:
+    """Flags sorted by severity, then age (oldest first)."""
+    return (
+        Flag.objects.filter(**f.lookups())
+        .select_related("table", "croupier", "coup", "session", "shoe")
+        .annotate(sev=SEVERITY_ORDER)
+        .order_by("sev", "raised_at", "pk")
+    )
+
+
+def flag_counts(f: QueueFilter) -> dict[str, list[dict]]:
+    """For each filter, the count of each of its values given the others."""
+    out: dict[str, list[dict]] = {}
+    labels = {"table": "table__name", "croupier": "croupier__username"}
+    for name in FILTERS:
+        field = {"table": "table_id", "croupier": "croupier_id"}.get(name, name)
+        rows = (Flag.objects.filter(**f.lookups(skip=name))
+                .values(field, *([labels[name]] if name in labels else []))
+                .annotate(n=Count("id")).order_by(field))
+        out[name] = [
+            {"value": r[field] if r[field] != "" else "-",
+             "label": str(r.get(labels.get(name, field)) or r[field] or "-"),
+             "count": r["n"]}
+            for r in rows
+        ]
+    out["total"] = [{"value": None, "label": "all",
+                     "count": Flag.objects.filter(**f.lookups()).count()}]
+    return out
+
+
+def tableau_grid(version: str, highlight: tuple[int, int] | None) -> dict:
+    row = TableauVersion.objects.filter(version=version).first()
+    rows = []
+    if row is not None:
+        for total in range(8):
+            cells = row.rows[str(total)] if str(total) in row.rows else row.rows[total]
+            rows.append({"total": total, "cells": [
+                {"action": a, "hit": highlight == (total, i)}
+                for i, a in enumerate(cells)
+            ]})
+    return {"version": version, "columns": COLUMNS, "rows": rows}
+
+
+def _highlight(flag: Flag) -> tuple[tuple[int, int] | None, dict | None]:
+    """The tableau cell (banker total, column) and the punter rule in play."""
+    if flag.code != "false_draw" or flag.finding is None:
+        return None, None
+    d = flag.finding.detail
+    if flag.side == "banker":
+        third = d.get("punter_third")
+        return (d["banker_total"], 0 if third is None else third + 1), None
+    total = d["punter_total"]
+    return None, {"total": total, "action": punter_action(total).value,
+                  "required": d.get("required"), "actual": d.get("actual")}
+
+
+def flag_file(flag: Flag) -> dict:
+    """Everything the flag's page shows."""
+    coup = flag.coup
+    cell, punter_rule = _highlight(flag)
+    out = {
+        "flag": flag, "events": list(flag.events.select_related("user", "coup")),
+        "rule": RULE_QUOTES.get(flag.code, ""), "punter_rule": punter_rule,
+        "coup": coup, "revisions": [], "around": [], "trail": [],
+        "grid": None,
+    }
+    if coup is not None:
+        out["revisions"] = list(
+            Coup.objects.filter(shoe_id=coup.shoe_id, seq=coup.seq)
+            .select_related("entered_by", "corrected_by")
+            .prefetch_related("stakes", "findings").order_by("revision"))
+        out["around"] = list(
+            current_coups().filter(shoe_id=coup.shoe_id,
+                                   seq__range=(coup.seq - 2, coup.seq + 2))
+            .select_related("entered_by").order_by("seq"))
+        out["grid"] = tableau_grid(coup.tableau_version, cell)
+        ids = [str(r.pk) for r in out["revisions"]]
+        out["trail"] = list(ChangeLog.objects.filter(
+            Q(object_type="tables.coup", object_id__in=ids)
+            | Q(object_type="audit.flag", object_id=str(flag.pk))
+        ).select_related("user").order_by("id"))
+    else:
+        out["trail"] = list(ChangeLog.objects.filter(
+            object_type="audit.flag", object_id=str(flag.pk)
+        ).select_related("user").order_by("id"))
+    return out
+
+
+def coup_history(coup: Coup) -> list[Coup]:
+    return list(
+        Coup.objects.filter(shoe_id=coup.shoe_id, seq=coup.seq)
+        .select_related("entered_by", "corrected_by")
+        .prefetch_related("stakes", "findings").order_by("revision"))

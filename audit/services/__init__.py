@@ -1,0 +1,31 @@
+"""Services write: flags and decisions, corrections as reviewed, the cagnotte."""
+
+from .cagnotte import (
+    cagnotte_attest,
+    cagnotte_count,
+    cagnotte_recheck,
+    latest_count,
+    session_commission,
+    session_locked,
+)
+from .flags import (
+    coup_correct_reviewed,
+    finding_key,
+    flag_confirm,
+    flag_dismiss,
+    flags_sync,
+)
+
+__all__ = [
+    "cagnotte_attest",
+    "cagnotte_count",
+    "cagnotte_recheck",
+    "coup_correct_reviewed",
+    "finding_key",
+    "flag_confirm",
+    "flag_dismiss",
+    "flags_sync",
+    "latest_count",
+    "session_commission",
+    "session_locked",
+]

@@ -1,0 +1,166 @@
+"""Closing a session: the cagnotte count, its variance, the manager's
+attestation ("certifié exact") and the lock that follows.
+
+The count compares the box with the commission computed over the session's
+current coup revisions; any difference raises `cagnotte_variance` (critical)
+for the pit boss's queue. A recount is a new row (with a reason); once the
+latest count is attested the session is locked — no recount, later changes
+only through corrections with reasons, which re-check the variance.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from casino.changelog import log_action
+from tables import chemmy
+from tables.errors import Conflict, Forbidden, Invalid
+from tables.models import TableSession
+from tables.rollups import current_coups
+
+from ..models import CagnotteAttestation, CagnotteCount, Flag, FlagEvent
+
+ZERO = Decimal("0.00")
+
+
+def session_commission(session: TableSession) -> Decimal:
+    """The commission computed over the session (current revisions)."""
+    total = current_coups().filter(shoe__session=session).aggregate(
+        s=Sum("commission"))["s"]
+    return (total or ZERO).quantize(Decimal("0.01"))
+
+
+def latest_count(session: TableSession) -> CagnotteCount | None:
+    return (CagnotteCount.objects.filter(session=session)
+            .order_by("-counted_at", "-pk").first())
+
+
+def session_locked(session: TableSession) -> bool:
+    return CagnotteAttestation.objects.filter(count__session=session).exists()
+
+
+def _amount(value) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, Decimal | int):
+        raise Invalid("counted", "must be a decimal amount")
+    value = Decimal(value)
+    if not value.is_finite() or value < 0:
+        raise Invalid("counted", "must be zero or a positive amount")
+    if value.as_tuple().exponent < -2:
+        raise Invalid("counted", "must have at most 2 decimal places")
+    if value >= Decimal("1e12"):
+        raise Invalid("counted", "is too large")
+    return value.quantize(Decimal("0.01"))
+
+
+def cagnotte_count(*, session: TableSession, counted, user, reason: str = "",
+                   device: str = "") -> CagnotteCount:
+    counted = _amount(counted)
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        session = TableSession.objects.select_for_update().get(pk=session.pk)
+        if session.is_open:
+            raise Conflict("session", "close the session before counting the "
+                           "cagnotte")
+        if session_locked(session):
+            raise Conflict("session", "the count is attested: the session is "
+                           "locked")
+        previous = latest_count(session)
+        if previous is not None and not reason:
+            raise Invalid("reason", "a recount needs a reason")
+        computed = session_commission(session)
+        count = CagnotteCount.objects.create(
+            session=session, counted=counted, computed=computed,
+            variance=counted - computed, counted_by=user,
+            counted_at=timezone.now(), reason=reason)
+        _variance_flag(session, count, counted, computed, user=user,
+                       why=reason or "cagnotte counted")
+        log_action(
+            action="audit.cagnotte.counted", user=user, device=device, obj=count,
+            reason=reason,
+            old=None if previous is None else {
+                "count": previous.pk, "counted": previous.counted},
+            new={"session": session.pk, "counted": counted, "computed": computed,
+                 "variance": count.variance})
+    return count
+
+
+def _variance_flag(session, count, counted, computed, *, user, why: str) -> None:
+    """Raise, update or resolve the session's one cagnotte flag."""
+    finding = chemmy.cagnotte_variance_finding(counted=counted, computed=computed)
+    flag = (Flag.objects.select_for_update()
+            .filter(ident=f"c:{session.pk}").first())
+    now = timezone.now()
+    if finding is None:
+        if flag is not None and flag.live:
+            flag.live = False
+            fields = ["live"]
+            if flag.is_open:
+                flag.status, flag.decided_at, flag.decided_by = (
+                    Flag.Status.RESOLVED, now, user)
+                fields += ["status", "decided_at", "decided_by"]
+            flag.save(update_fields=fields)
+            FlagEvent.objects.create(flag=flag, at=now, user=user, action="resolved",
+                                     reason=why, detail={"computed": str(computed)})
+        return
+    detail = {"counted": str(counted), "computed": str(computed),
+              "difference": str(counted - computed)}
+    if flag is None:
+        flag = Flag.objects.create(
+            ident=f"c:{session.pk}", kind=Flag.Kind.CAGNOTTE, code=finding.code,
+            severity=finding.severity, message=finding.message[:400],
+            table_id=session.table_id, session=session,
+            gaming_day=session.gaming_day, count=count,
+            croupier_id=session.croupier_id, author_id=count.counted_by_id,
+            raised_at=now)
+        FlagEvent.objects.create(flag=flag, at=now, user=user, action="raised",
+                                 reason=why, detail=detail)
+        return
+    was_open = flag.is_open and flag.live
+    flag.message, flag.count, flag.live = finding.message[:400], count, True
+    flag.author_id = count.counted_by_id
+    if not flag.is_open:
+        flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
+    flag.save()
+    FlagEvent.objects.create(flag=flag, at=now, user=user,
+                             action="moved" if was_open else "raised_again",
+                             reason=why, detail=detail)
+
+
+def cagnotte_recheck(*, session: TableSession, after) -> None:
+    """After a correction: the counted box against the new computed total."""
+    count = latest_count(session)
+    if count is None:
+        return
+    computed = session_commission(session)
+    target = after.plan.target
+    _variance_flag(session, count, count.counted, computed,
+                   user=after.revision.corrected_by,
+                   why=f"after correction of coup {target.seq} of shoe "
+                   f"{target.shoe.number}")
+
+
+def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié exact",
+                    device: str = "") -> CagnotteAttestation:
+    statement = (statement or "").strip() or "certifié exact"
+    with transaction.atomic():
+        session = TableSession.objects.select_for_update().get(pk=count.session_id)
+        latest = latest_count(session)
+        if latest is None or latest.pk != count.pk:
+            raise Conflict("count", "only the latest count of a session can be "
+                           "attested")
+        if session_locked(session):
+            raise Conflict("count", "this count is already attested")
+        if count.counted_by_id == getattr(user, "pk", None):
+            raise Forbidden("count", "four eyes: you cannot attest your own count")
+        attestation = CagnotteAttestation.objects.create(
+            count=count, attested_by=user, attested_at=timezone.now(),
+            statement=statement[:100])
+        log_action(
+            action="audit.cagnotte.attested", user=user, device=device, obj=count,
+            new={"session": session.pk, "counted": count.counted,
+                 "statement": attestation.statement, "locked": True})
+    return attestation

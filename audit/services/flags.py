@@ -1,0 +1,289 @@
+"""Flags: the pit boss's review items, and his decisions on them.
+
+A finding is the fact, written with its coup by coup_record (tables never
+calls audit). `flags_sync` brings the flags up to date with the findings of
+the current coup revisions: it raises a flag for a new finding, moves a flag
+to the new revision of its coup after a correction, and resolves one whose
+finding the corrected record no longer shows. It is idempotent and cheap
+(an anti-join on an index), and runs before the queue or the floor is read
+and inside every correction, so a flag is never missing from the queue.
+
+Decisions (each with a reason, each a FlagEvent and a change-log row):
+confirm (the event happened; the house rule's sanction is recorded), dismiss
+(not a real event: only once the record no longer shows it, i.e. with or
+after a correction, or a matching recount), correct (a new revision of the
+coup). Four eyes: nobody decides on a flag about his own entry or count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from casino.changelog import log_action
+from tables.errors import Conflict, Forbidden, Invalid
+from tables.models import Coup, Finding, HouseRules
+from tables.services import CorrectionResult, StakeInput, coup_correct
+
+from ..models import Flag, FlagEvent
+
+SYNC_LOCK_KEY = 0x464C47  # "FLG"
+SANCTIONED = {"false_draw", "draw_after_natural"}
+STRUCTURE_CODE = "turn_structure"
+
+
+def finding_key(code: str, side: str, detail: dict) -> str:
+    """What a finding is about inside its coup, stable across revisions."""
+    card = detail.get("card", "") if code == "card_count_exceeded" else ""
+    return f"{code}:{side or '-'}:{card}"
+
+
+def _event(flag: Flag, action: str, *, user=None, reason="", coup=None, **detail):
+    return FlagEvent.objects.create(
+        flag=flag, at=timezone.now(), user=user, action=action, reason=reason,
+        coup=coup, detail=detail,
+    )
+
+
+def _newer_revision(prefix: str = ""):
+    """Revisions that supersede the coup at OuterRef(prefix...)."""
+    return Coup.objects.filter(
+        shoe=OuterRef(f"{prefix}shoe"), seq=OuterRef(f"{prefix}seq"),
+        revision__gt=OuterRef(f"{prefix}revision"),
+    )
+
+
+def flags_sync(*, wait: bool = True, quiet: Iterable[int] = ()) -> int:
+    """Raise, move and resolve finding flags. Returns how many changed.
+    `quiet`: flags the caller is deciding on (no automatic "resolved")."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                if wait:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SYNC_LOCK_KEY])
+                else:
+                    cursor.execute("SELECT pg_try_advisory_xact_lock(%s)",
+                                   [SYNC_LOCK_KEY])
+                    if not cursor.fetchone()[0]:
+                        return 0  # another request is syncing right now
+        return _follow_revisions(set(quiet)) + _raise_new()
+
+
+def _current(shoe_id: int, seq: int) -> Coup:
+    return (Coup.objects.filter(shoe_id=shoe_id, seq=seq)
+            .prefetch_related("findings").order_by("-revision").first())
+
+
+def _follow_revisions(quiet: set[int]) -> int:
+    newer = Coup.objects.filter(
+        shoe=OuterRef("shoe"), seq=OuterRef("seq"),
+        revision__gt=OuterRef("coup__revision"),
+    )
+    stale = (
+        Flag.objects.select_for_update(of=("self",))
+        .filter(kind=Flag.Kind.FINDING, live=True)
+        .filter(Exists(newer))
+    )
+    n = 0
+    now = timezone.now()
+    for flag in stale:
+        cur = _current(flag.shoe_id, flag.seq)
+        key = flag.ident.split(":", 3)[3]
+        match = next((f for f in cur.findings.all()
+                      if finding_key(f.code, f.side, f.detail) == key), None)
+        flag.coup = cur
+        if match is not None:
+            flag.finding, flag.message = match, match.message[:400]
+            flag.save(update_fields=["coup", "finding", "message"])
+            _event(flag, "moved", user=cur.corrected_by, coup=cur,
+                   revision=cur.revision)
+        else:
+            flag.live = False
+            fields = ["coup", "live"]
+            if flag.is_open and flag.pk not in quiet:
+                flag.status, flag.decided_at = Flag.Status.RESOLVED, now
+                flag.decided_by = cur.corrected_by
+                fields += ["status", "decided_at", "decided_by"]
+                _event(flag, "resolved", user=cur.corrected_by, coup=cur,
+                       reason=cur.correction_reason, revision=cur.revision)
+            flag.save(update_fields=fields)
+        n += 1
+    return n
+
+
+def _raise_new() -> int:
+    fresh = (
+        Finding.objects.filter(flag__isnull=True)
+        .filter(~Exists(_newer_revision("coup__")))
+        .select_related("coup__shoe__session", "coup__corrected_by")
+        .order_by("pk")
+    )
+    n = 0
+    for f in fresh:
+        coup = f.coup
+        ident = f"f:{coup.shoe_id}:{coup.seq}:{finding_key(f.code, f.side, f.detail)}"
+        flag = Flag.objects.select_for_update().filter(ident=ident).first()
+        if flag is not None:  # resolved earlier, shown again by a later correction
+            flag.finding, flag.coup, flag.live = f, coup, True
+            flag.message = f.message[:400]
+            flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
+            flag.save()
+            _event(flag, "raised_again", user=coup.corrected_by, coup=coup,
+                   revision=coup.revision)
+        else:
+            session = coup.shoe.session
+            flag = Flag.objects.create(
+                ident=ident, kind=Flag.Kind.FINDING, code=f.code,
+                severity=f.severity, side=f.side, message=f.message[:400],
+                table_id=session.table_id, session=session,
+                gaming_day=coup.gaming_day, shoe_id=coup.shoe_id, seq=coup.seq,
+                coup=coup, finding=f, croupier_id=coup.entered_by_id,
+                author_id=coup.entered_by_id,
+                raised_at=coup.corrected_at or coup.created_at,
+            )
+            _event(flag, "raised", coup=coup, revision=coup.revision)
+        n += 1
+    return n
+
+
+def _lock_open(flag: Flag, user) -> Flag:
+    flag = (Flag.objects.select_for_update(of=("self",))
+            .select_related("coup__rules").get(pk=flag.pk))
+    if not flag.is_open:
+        raise Conflict("flag", f"this flag is already {flag.status}")
+    if flag.author_id is not None and flag.author_id == getattr(user, "pk", None):
+        raise Forbidden("flag", "four eyes: this flag is about your own entry; "
+                        "another pit boss must review it")
+    return flag
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid("reason", "a decision needs a reason")
+    return reason
+
+
+def _sanction(flag: Flag, fine_amount: Decimal | None) -> dict:
+    if flag.code not in SANCTIONED or flag.coup is None:
+        if fine_amount is not None:
+            raise Invalid("fine_amount", "no sanction applies to this finding")
+        return {}
+    sanction = flag.coup.rules.false_draw_sanction
+    player = flag.coup.punter_seat if flag.side == "punter" else flag.coup.banker_seat
+    out = {"sanction": sanction, "player_seat": player}
+    if sanction == HouseRules.Sanction.FINE:
+        if fine_amount is None:
+            raise Invalid("fine_amount", "the house rules fine a false draw: "
+                          "give the amount")
+        if (not isinstance(fine_amount, Decimal) or not fine_amount.is_finite()
+                or fine_amount <= 0 or fine_amount.as_tuple().exponent < -2):
+            raise Invalid("fine_amount", "must be a positive amount, 2 decimals")
+        out["fine_amount"] = str(fine_amount)
+    elif fine_amount is not None:
+        raise Invalid("fine_amount", "the house rules of this table set no fine "
+                      "(French rules forbid them)")
+    return out
+
+
+def _decide(flag: Flag, status: str, user, reason: str, device: str, **detail):
+    old = {"status": flag.status}
+    flag.status, flag.decided_at, flag.decided_by = status, timezone.now(), user
+    flag.save(update_fields=["status", "decided_at", "decided_by"])
+    action = {"confirmed": "confirmed", "dismissed": "dismissed"}[status]
+    _event(flag, action, user=user, reason=reason, coup=flag.coup, **detail)
+    log_action(action=f"audit.flag.{action}", user=user, device=device, obj=flag,
+               reason=reason, old=old,
+               new={"status": status, "code": flag.code, "coup": flag.coup_id,
+                    **detail})
+    return flag
+
+
+def flag_confirm(*, flag: Flag, user, reason: str,
+                 fine_amount: Decimal | None = None, device: str = "") -> Flag:
+    """The event happened. For a false draw the table's house rule says the
+    sanction (none by default; the shoe taken away; a fine where allowed)."""
+    reason = _reason(reason)
+    with transaction.atomic():
+        flag = _lock_open(flag, user)
+        sanction = _sanction(flag, fine_amount)
+        return _decide(flag, Flag.Status.CONFIRMED, user, reason, device, **sanction)
+
+
+def flag_dismiss(*, flag: Flag, user, reason: str, correction: dict | None = None,
+                 device: str = "") -> Flag:
+    """Not a real event. If the record still shows it, the record is wrong:
+    the dismissal carries the correction (`correction`: punter, banker,
+    stakes, declared_bank, plan_digest), applied in the same transaction."""
+    reason = _reason(reason)
+    with transaction.atomic():
+        flag = _lock_open(flag, user)
+        detail = {}
+        if correction is not None:
+            if flag.coup is None:
+                raise Invalid("correction", "this flag is not about a coup")
+            result = coup_correct_reviewed(
+                coup=flag.coup, user=user, reason=reason, device=device,
+                quiet=[flag.pk], **correction)
+            detail["revision"] = result.revision.revision
+            flag.refresh_from_db()
+        if flag.kind == Flag.Kind.FINDING and flag.live:
+            raise Conflict("correction", "the record still shows this finding: "
+                           "correct the coup (the record is wrong) or confirm it")
+        if flag.kind == Flag.Kind.CAGNOTTE and flag.live:
+            raise Conflict("counted", "the count still differs from the commission: "
+                           "recount the cagnotte or confirm the variance")
+        return _decide(flag, Flag.Status.DISMISSED, user, reason, device, **detail)
+
+
+def coup_correct_reviewed(
+    *, coup: Coup, user, reason: str, punter, banker, stakes: list[StakeInput],
+    declared_bank: Decimal | None = None, plan_digest: str | None = None,
+    device: str = "", flag: Flag | None = None, quiet: Iterable[int] = (),
+) -> CorrectionResult:
+    """A correction as the pit boss makes it: the new revision and the
+    re-settlement (tables), then the flags follow in the same transaction —
+    moved, resolved, a turn-structure issue raised, the cagnotte re-checked."""
+    from .cagnotte import cagnotte_recheck
+
+    with transaction.atomic():
+        result = coup_correct(
+            coup=coup, user=user, reason=reason, punter=punter, banker=banker,
+            stakes=stakes, declared_bank=declared_bank, plan_digest=plan_digest,
+            device=device)
+        quiet = set(quiet)
+        flags_sync(quiet=quiet)
+        for issue in result.plan.issues:
+            _raise_structure(issue, user)
+        if flag is not None:
+            _event(flag, "corrected", user=user, reason=reason,
+                   coup=result.revision, revision=result.revision.revision)
+        cagnotte_recheck(session=result.revision.shoe.session, after=result)
+    return result
+
+
+def _raise_structure(issue: dict, user) -> Flag:
+    old = Coup.objects.select_related("shoe__session").get(pk=issue["coup"])
+    cur = _current(old.shoe_id, old.seq)
+    ident = f"s:{old.shoe_id}:{old.seq}:{issue['kind']}"
+    flag = Flag.objects.select_for_update().filter(ident=ident).first()
+    if flag is None:
+        session = old.shoe.session
+        flag = Flag.objects.create(
+            ident=ident, kind=Flag.Kind.STRUCTURE, code=STRUCTURE_CODE,
+            severity="critical", message=issue["message"][:400],
+            table_id=session.table_id, session=session, gaming_day=cur.gaming_day,
+            shoe_id=old.shoe_id, seq=old.seq, coup=cur,
+            croupier_id=cur.entered_by_id, author=user, raised_at=timezone.now(),
+        )
+        _event(flag, "raised", user=user, coup=cur, kind=issue["kind"])
+        return flag
+    flag.coup, flag.message, flag.author = cur, issue["message"][:400], user
+    flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
+    flag.save()
+    _event(flag, "raised_again", user=user, coup=cur, kind=issue["kind"])
+    return flag

@@ -1,0 +1,344 @@
+"""Simulated croupier tablets for scripts/load.py and scripts/faults.py.
+
+A tablet is a thread with its own keep-alive HTTP/1.1 connection (http.client)
+and its own API token. It deals real coups from a shuffled shoe and records
+them with an Idempotency-Key, as the tablet app does, and behaves like a
+tablet on a flaky network:
+
+- sometimes it re-sends a coup it already got a 201 for (a double tap, a
+  retry queue replayed): the answer must be a 200 with the same coup id;
+- sometimes it gives up waiting after a few milliseconds (a timeout), drops
+  the connection and re-sends the same key and body: the first request may
+  well have committed, and the retry must then get that coup back (200);
+- a transport error, a 5xx, a 503 or a 429 means "fate unknown": retry the
+  same key and body on the same shoe, with a short back-off, until answered.
+
+A definite refusal (409: the shoe is full or closed, no open banker turn)
+means nothing was written, so the tablet repairs the table (new shoe, new
+turn) and sends the same key again, possibly to the new shoe.
+
+Several tablets may share one table (the shared-table case): they share the
+table's state (current shoe and session ids) under a lock, as tablets at one
+table would share what the table shows.
+
+Every loop is bounded (deadline and attempt caps) and stops by itself.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+ALL_CODES = tuple(r + s for s in "SHDC" for r in "A23456789TJQK")
+MAX_ATTEMPTS = 400  # per coup; with back-off this is far past any deadline
+STAKES = (10, 20, 20, 30, 50, 50, 100, 200)
+
+
+@dataclass
+class TableState:
+    """What the tablets at one table know about it: ids to post to."""
+
+    table: int
+    session: int
+    shoe: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    shoes_opened: int = 0
+    turns_opened: int = 0
+
+
+@dataclass
+class Tally:
+    """One tablet's record of the run. `acked` is the tablet's truth: key ->
+    the coup id the server acknowledged (201, or 200 for a replay)."""
+
+    acked: dict[str, int] = field(default_factory=dict)
+    ack_times: list[float] = field(default_factory=list)
+    latencies: list[tuple[float, float]] = field(default_factory=list)  # (t0, s)
+    created: int = 0
+    replays_asked: int = 0  # deliberate re-sends after a 201
+    replays_ok: int = 0  # ... answered 200 with the same coup
+    timeouts: int = 0  # gave up waiting, then retried the same key
+    timeouts_committed: int = 0  # ... and the retry found the coup committed
+    unknown_fate: int = 0  # transport errors and 5xx: retried the same key
+    conflicts: dict[str, int] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+    def note(self, what: dict, key: str) -> None:
+        what[key] = what.get(key, 0) + 1
+
+
+class Tablet:
+    def __init__(self, port: int, token: str, name: str, timeout: float = 30.0):
+        self.port, self.name, self.timeout = port, name, timeout
+        self.conn: http.client.HTTPConnection | None = None
+        self.headers = {
+            "Authorization": f"Token {token}",
+            "Content-Type": "application/json",
+            "X-Device": name,
+        }
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body=None,
+        *,
+        headers: dict | None = None,
+        wait: float | None = None,
+    ) -> tuple[int, dict | None]:
+        """One HTTP exchange. Raises OSError / http.client errors on transport
+        failure and TimeoutError when `wait` (seconds) runs out; the caller
+        decides. Reconnects as needed (keep-alive otherwise)."""
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(
+                "127.0.0.1", self.port, timeout=self.timeout
+            )
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            self.conn.request(
+                method, path, body=data, headers={**self.headers, **(headers or {})}
+            )
+            if wait is not None and self.conn.sock is not None:
+                self.conn.sock.settimeout(wait)
+            resp = self.conn.getresponse()
+            payload = resp.read()
+            if self.conn.sock is not None:
+                self.conn.sock.settimeout(self.timeout)
+            if resp.getheader("Connection", "").lower() == "close":
+                self.close()
+        except TimeoutError:
+            self.close()  # the server may still commit what it was sent
+            raise TimeoutError from None
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+        try:
+            parsed = json.loads(payload) if payload else None
+        except ValueError:
+            parsed = None
+        return resp.status, parsed
+
+
+def deal(rng: random.Random, cards: list[str]) -> tuple[list[str], list[str]]:
+    """One coup from the end of the shoe, by the punter's rule and the standard
+    tableau (tables.simulation.deal_coup, without its Django imports)."""
+    from tables.chemmy import STANDARD_TABLEAU, Action, hand_total, point, punter_action
+
+    p = [cards.pop(), None]
+    b = [cards.pop(), None]
+    p[1], b[1] = cards.pop(), cards.pop()
+    pt, bt = hand_total(p), hand_total(b)
+    if pt >= 8 or bt >= 8:
+        return p, b
+    third = None
+    action = punter_action(pt)
+    if action == Action.DRAW or (action == Action.OPTIONAL and rng.random() < 0.5):
+        p.append(cards.pop())
+        third = point(p[2])
+    action = STANDARD_TABLEAU.banker_action(bt, third)
+    if action == Action.DRAW or (action == Action.OPTIONAL and rng.random() < 0.5):
+        b.append(cards.pop())
+    return p, b
+
+
+def new_deck(rng: random.Random, decks: int = 6) -> list[str]:
+    cards = [c for c in ALL_CODES for _ in range(decks)]
+    rng.shuffle(cards)
+    return cards
+
+
+@dataclass
+class Behaviour:
+    replay_rate: float = 0.05  # re-send a 201'd coup
+    timeout_rate: float = 0.05  # give up waiting after 1-15 ms
+    backoff: float = 0.05  # first back-off after an unknown fate (doubles, capped)
+    backoff_cap: float = 0.5
+
+
+def run_tablet(
+    *,
+    tablet: Tablet,
+    table: TableState,
+    tally: Tally,
+    seed: int,
+    stop: float,
+    give_up: float,
+    behaviour: Behaviour,
+    tag: str,
+) -> None:
+    """Record coups until `stop`; a coup in flight at `stop` is resolved (its
+    fate learned) until `give_up`, then reported unresolved."""
+    rng = random.Random(seed)
+    cards = new_deck(rng)
+    k = 0
+    while time.monotonic() < stop and k < 1_000_000:
+        if len(cards) < 7:
+            cards = new_deck(rng)
+        punter, banker = deal(rng, cards)
+        stakes = [
+            {"standing": f"p{i}", "amount": f"{rng.choice(STAKES)}.00"}
+            for i in range(rng.randint(1, 3))
+        ]
+        key = f"{tag}-{k}"
+        k += 1
+        body = {"punter": punter, "banker": banker, "stakes": stakes}
+        record_one(tablet, table, tally, rng, key, body, give_up, behaviour)
+
+
+def record_one(tablet, table, tally, rng, key, body, give_up, behaviour) -> None:
+    """Send one coup until the server has answered for it (201 or 200), or it
+    is refused for good, or `give_up` passes."""
+    with table.lock:
+        shoe = table.shoe
+    wait = rng.uniform(0.001, 0.015) if rng.random() < behaviour.timeout_rate else None
+    timed_out = False
+    pause = behaviour.backoff
+    for _attempt in range(MAX_ATTEMPTS):
+        if time.monotonic() > give_up:
+            tally.unresolved.append(key)
+            return
+        t0 = time.monotonic()
+        try:
+            status, data = tablet.request(
+                "POST",
+                f"/api/v1/shoes/{shoe}/coups/",
+                body,
+                headers={"Idempotency-Key": key},
+                wait=wait,
+            )
+        except TimeoutError:
+            tally.timeouts += 1
+            timed_out, wait = True, None  # the retry waits as long as it takes
+            continue
+        except (OSError, http.client.HTTPException):
+            tally.unknown_fate += 1
+            time.sleep(pause)
+            pause = min(pause * 2, behaviour.backoff_cap)
+            continue
+        tally.latencies.append((t0, time.monotonic() - t0))
+        tally.note(tally.statuses, status)
+        if status in (200, 201):
+            coup = data["id"]
+            if key in tally.acked and tally.acked[key] != coup:
+                tally.errors.append(f"{key}: coup {tally.acked[key]} then {coup}")
+            if status == 201:
+                tally.created += 1
+                if timed_out or key in tally.acked:
+                    tally.errors.append(f"{key}: a retry created a second coup")
+            elif timed_out:
+                tally.timeouts_committed += 1
+            tally.acked[key] = coup
+            tally.ack_times.append(time.monotonic())
+            after_coup(tablet, table, data, tally)
+            if status == 201 and rng.random() < behaviour.replay_rate:
+                replay(tablet, tally, shoe, key, body, coup)
+            return
+        if status in (429, 500, 502, 503, 504):
+            tally.unknown_fate += 1
+            time.sleep(pause)
+            pause = min(pause * 2, behaviour.backoff_cap)
+            continue
+        if status == 409 and data:
+            what = next((k for k in data if k not in ("detail", "code")), "?")
+            tally.note(tally.conflicts, what)
+            if what == "shoe":  # full or closed: nothing was written
+                shoe = repair_shoe(tablet, table, shoe, tally)
+                continue
+            if what == "turn":  # no open banker turn: another tablet opens it
+                time.sleep(0.005)
+                ensure_turn(tablet, table, tally)
+                continue
+        tally.errors.append(f"{key}: {status} {json.dumps(data)[:200]}")
+        return
+    tally.unresolved.append(key)
+
+
+def replay(tablet, tally, shoe, key, body, coup) -> None:
+    tally.replays_asked += 1
+    for _ in range(20):
+        try:
+            status, data = tablet.request(
+                "POST",
+                f"/api/v1/shoes/{shoe}/coups/",
+                body,
+                headers={"Idempotency-Key": key},
+            )
+        except (OSError, http.client.HTTPException):
+            time.sleep(0.05)
+            continue
+        if status == 200 and data["id"] == coup:
+            tally.replays_ok += 1
+        elif status in (429, 500, 502, 503, 504):
+            time.sleep(0.05)
+            continue
+        else:
+            tally.errors.append(f"{key}: replay answered {status}")
+        return
+
+
+def after_coup(tablet, table, coup: dict, tally) -> None:
+    """The bank was lost: the shoe passes, the next seat opens a turn."""
+    if coup.get("next_banker_seat") is not None:
+        ensure_turn(tablet, table, tally, seat=coup["next_banker_seat"])
+
+
+def ensure_turn(tablet, table, tally, seat: int | None = None) -> None:
+    """Open a banker turn unless one is open (a 409 says another tablet did)."""
+    body = {"seat": seat or 1, "bank": "100.00"}
+    for _ in range(50):
+        try:
+            status, _data = tablet.request(
+                "POST", f"/api/v1/sessions/{table.session}/turns/", body
+            )
+        except (OSError, http.client.HTTPException):
+            time.sleep(0.05)
+            continue
+        if status == 201:
+            with table.lock:
+                table.turns_opened += 1
+            return
+        if status == 409:
+            return
+        time.sleep(0.05)
+
+
+def repair_shoe(tablet, table, shoe: int, tally) -> int:
+    """The shoe is full or closed. One tablet closes it and opens the next;
+    the others (and that one) then post to the new shoe."""
+    with table.lock:
+        if table.shoe != shoe:
+            return table.shoe  # someone already moved the table on
+        for _ in range(50):
+            try:
+                tablet.request("POST", f"/api/v1/shoes/{shoe}/close/", {})
+                status, data = tablet.request(
+                    "POST", f"/api/v1/sessions/{table.session}/shoes/", {"burned": 5}
+                )
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.05)
+                continue
+            if status == 201:
+                table.shoe = data["id"]
+                table.shoes_opened += 1
+                return table.shoe
+            time.sleep(0.05)
+        tally.errors.append(f"could not open a new shoe at table {table.table}")
+        return table.shoe
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))]

@@ -1,0 +1,186 @@
+"""Segregation of duties: every URL of the project, every role, one table.
+
+The URL patterns come from Django's resolver, so a URL another engineer adds
+tomorrow is walked tomorrow. Each must appear in casino.access.ROUTES (or a
+namespace rule) with the capability its view checks; casino.roles.PERMISSIONS
+says which roles hold it. Every (URL, method, role) is then requested and the
+answer must be "allowed" (anything but 401/403/a sign-in redirect) or "denied"
+exactly as the tables say. Path ids are ids of nothing: an allowed request
+ends in a 404 or a validation error and changes nothing, and a denied one must
+be refused before the view looks anything up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.resolvers import RoutePattern
+
+from casino import access
+from casino.roles import PERMISSIONS, ROLES
+from tests.conftest import make_user
+
+WHO = ("anonymous", "outsider", *ROLES, "admin")
+DUMMY = {"int": "987654321", "id": "987654321", "str": "zz", "slug": "zz",
+         "path": "zz", "uuid": "00000000-0000-0000-0000-000000000000"}
+# Walked as one rule: the admin site guards itself (staff only); one page of it
+# stands for the rest.
+SAMPLED_NAMESPACES = {"admin": "/admin/"}
+
+
+@dataclass(frozen=True)
+class Url:
+    key: str  # "namespace:name", a bare name, or the route of an unnamed URL
+    path: str | None  # a requestable path with dummy ids, None if regex-only
+
+
+def walk(resolver=None, prefix="", namespace=""):
+    resolver = resolver or get_resolver()
+    for p in resolver.url_patterns:
+        if isinstance(p, URLResolver):
+            ns = namespace
+            if p.namespace:
+                ns = f"{namespace}:{p.namespace}" if namespace else p.namespace
+            yield from walk(p, prefix + _route(p.pattern), ns)
+        elif isinstance(p, URLPattern):
+            route = prefix + _route(p.pattern)
+            key = p.name or route
+            if p.name and namespace:
+                key = f"{namespace}:{p.name}"
+            elif namespace:
+                key = f"{namespace}:{route}"
+            requestable = route is not None and isinstance(p.pattern, RoutePattern)
+            yield Url(key, "/" + _fill(route) if requestable else None)
+
+
+def _route(pattern) -> str:
+    return str(pattern.pattern if hasattr(pattern, "pattern") else pattern)
+
+
+def _fill(route: str) -> str:
+    def sub(m):
+        return DUMMY.get(m.group(1) or "str", "zz")
+
+    return re.sub(r"<(?:(\w+):)?\w+>", sub, route)
+
+
+def all_urls() -> list[Url]:
+    return list(walk())
+
+
+def test_every_url_is_in_the_permission_table():
+    missing = []
+    for url in all_urls():
+        root = url.key.split(":", 1)[0] if ":" in url.key else None
+        if url.key in access.ROUTES or root in access.NAMESPACES:
+            continue
+        missing.append(url.key)
+    assert not missing, (
+        "These URLs are not in the permission table. Add each to "
+        "casino.access.ROUTES with the capability its view checks, per method "
+        "(see casino/access.py):\n  " + "\n  ".join(sorted(missing))
+    )
+
+
+def test_the_table_names_no_stale_url_and_no_unknown_capability():
+    access.check_table()
+    keys = {u.key for u in all_urls()}
+    stale = sorted(k for k in access.ROUTES if k not in keys)
+    assert not stale, "casino.access.ROUTES names URLs that no longer exist: " + (
+        ", ".join(stale))
+
+
+@pytest.fixture
+def people(db):
+    from django.contrib.auth.models import User
+
+    out = {"anonymous": None, "outsider": make_user("nobody", None)}
+    for role in ROLES:
+        out[role] = make_user(f"walk-{role}", role)
+    out["admin"] = User.objects.create_superuser("walk-admin", password="pw")
+    return out
+
+
+def expected(need: str | None, who: str, user) -> bool:
+    if need == access.PUBLIC:
+        return True
+    if who == "anonymous":
+        return False
+    if need == access.SIGNED_IN:
+        return True
+    if who == "admin":
+        return True
+    if need == access.STAFF:
+        return False
+    return who in PERMISSIONS[need]
+
+
+def answer(client: Client, method: str, path: str):
+    if method == "GET":
+        return client.get(path)
+    return client.generic(method, path, data=b"{}", content_type="application/json")
+
+
+def denied(response) -> bool:
+    if response.status_code in (401, 403):
+        return True
+    location = response.headers.get("Location", "")
+    return response.status_code == 302 and (
+        location.startswith(settings.LOGIN_URL) or "/login/" in location
+    )
+
+
+def test_every_url_answers_every_role_as_the_table_says(people, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    wrong = []
+    seen = set()
+    for url in all_urls():
+        root = url.key.split(":", 1)[0] if ":" in url.key else None
+        if root in SAMPLED_NAMESPACES:
+            if root in seen:
+                continue
+            seen.add(root)
+            path, rules = SAMPLED_NAMESPACES[root], access.NAMESPACES[root]
+        elif url.path is None:
+            continue
+        else:
+            path, rules = url.path, access.ROUTES.get(url.key, {})
+        for method, need in rules.items():
+            for who in WHO:
+                client = Client(raise_request_exception=False)
+                if people[who] is not None:
+                    client.force_login(people[who])
+                r = answer(client, method, path)
+                if r.status_code >= 500:
+                    wrong.append(f"{method} {path} as {who}: {r.status_code}")
+                    continue
+                want = expected(need, who, people[who])
+                if want == denied(r):
+                    verdict = "allowed" if want else "denied"
+                    wrong.append(
+                        f"{method} {path} ({url.key}, needs {need}) as {who}: "
+                        f"should be {verdict}, got {r.status_code}"
+                    )
+    assert not wrong, "Answers that differ from the table:\n  " + "\n  ".join(wrong)
+
+
+def test_segregation_of_duties_in_the_table():
+    """The issue's rules, read straight off the table."""
+    p = PERMISSIONS
+    assert p["coup.record"] == {"croupier"}  # no coup entry for the others
+    assert "manager" not in p["coup.record"] and "pitboss" not in p["coup.record"]
+    assert p["flag.review"] == {"pitboss"} and p["coup.correct"] == {"pitboss"}
+    assert p["session.close"] == {"pitboss"}
+    assert p["cagnotte.count"] == {"pitboss"} and p["cagnotte.attest"] == {"manager"}
+    assert "manager" in p["table.manage"] and "manager" in p["report.read"]
+    writes = [cap for cap in p if not cap.endswith((".read", ".view", ".check"))]
+    for cap in writes:  # the auditor reads everything and changes nothing
+        assert "auditor" not in p[cap] or cap == "report.request", cap
+    for cap in ("table.read", "coup.read", "flag.read", "cagnotte.read",
+                "stats.read", "trail.read", "report.read"):
+        assert "auditor" in p[cap], cap

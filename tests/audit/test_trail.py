@@ -1,0 +1,143 @@
+"""The hash-chained trail: every write is a linked row; tampering is named."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+
+from casino.changelog import log_action
+from casino.models import ChangeLog
+from casino.trail import GENESIS, row_digest, trail_verify
+
+from .conftest import FALSE_DRAW
+
+
+def verify(*args) -> str:
+    out = io.StringIO()
+    call_command("verify_trail", *args, stdout=out)
+    return out.getvalue()
+
+
+def raw(sql: str, params=()):
+    """Edit the log behind the application's back (the attack we detect).
+    On PostgreSQL the append-only trigger is switched off for this one
+    statement, inside the test's transaction."""
+    with connection.cursor() as cursor:
+        pg = connection.vendor == "postgresql"
+        if pg:
+            # Django's deferred FK checks must run first: ALTER TABLE refuses
+            # a table with pending trigger events.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("ALTER TABLE casino_changelog DISABLE TRIGGER "
+                           "casino_changelog_append_only")
+        cursor.execute(sql, params)
+        if pg:
+            cursor.execute("ALTER TABLE casino_changelog ENABLE TRIGGER "
+                           "casino_changelog_append_only")
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+
+
+def test_rows_link_into_a_chain(played):
+    rows = list(ChangeLog.objects.order_by("id"))
+    assert rows[0].prev_hash == GENESIS
+    for before, row in zip(rows, rows[1:], strict=False):
+        assert row.prev_hash == before.hash and len(row.hash) == 64
+    last = rows[-1]
+    assert last.hash == row_digest(
+        prev_hash=last.prev_hash, at=last.at, user_id=last.user_id,
+        device=last.device, action=last.action, object_type=last.object_type,
+        object_id=last.object_id, reason=last.reason, old=last.old, new=last.new,
+    )
+    out = verify()
+    assert out.startswith(f"Trail intact: {len(rows)} rows; head row {last.pk}")
+
+
+def test_an_edited_row_is_named(played):
+    target = ChangeLog.objects.filter(action="tables.coup.recorded").order_by("id")[1]
+    raw("UPDATE casino_changelog SET new = %s WHERE id = %s",
+        [json.dumps({"commission": "0.00"}), target.pk])
+    with pytest.raises(CommandError) as err:
+        verify()
+    assert f"row {target.pk} (tables.coup.recorded)" in str(err.value)
+    assert "content does not match" in str(err.value)
+
+
+def test_an_edit_with_a_recomputed_digest_breaks_the_next_link(played):
+    rows = list(ChangeLog.objects.order_by("id"))
+    i = next(i for i, r in enumerate(rows) if r.user_id is not None)
+    target, after = rows[i], rows[i + 1]
+    fake = row_digest(prev_hash=target.prev_hash, at=target.at, user_id=None,
+                      device=target.device, action=target.action,
+                      object_type=target.object_type, object_id=target.object_id,
+                      reason=target.reason, old=target.old, new=target.new)
+    raw("UPDATE casino_changelog SET user_id = NULL, hash = %s WHERE id = %s",
+        [fake, target.pk])
+    check = trail_verify()
+    assert check.broken_id == after.pk and "link" in check.problem
+
+
+def test_a_deleted_row_is_caught(played):
+    rows = list(ChangeLog.objects.order_by("id"))
+    raw("DELETE FROM casino_changelog WHERE id = %s", [rows[3].pk])
+    check = trail_verify()
+    assert check.broken_id == rows[4].pk
+
+
+def test_an_anchor_catches_a_rewritten_chain(played):
+    head = trail_verify()
+    verify("--anchor", f"{head.head_id}:{head.head_hash}")
+    with pytest.raises(CommandError, match="anchor"):
+        verify("--anchor", f"{head.head_id}:{'f' * 64}")
+    with pytest.raises(CommandError, match="ROW_ID:DIGEST"):
+        verify("--anchor", "nonsense")
+
+
+def test_json_output(played):
+    body = json.loads(verify("--json"))
+    assert body["ok"] is True and body["broken_id"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_write_leaves_no_gap(table, shoe, turn, deal):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        log_action(action="test.rolled_back")
+        raise RuntimeError("boom")
+    deal(shoe, FALSE_DRAW)
+    assert trail_verify().ok
+
+
+def test_user_and_role_changes_are_logged(db):
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user("newbie", password="pw-newbie-123")
+    user.groups.add(Group.objects.get(name="croupier"))
+    user.groups.remove(Group.objects.get(name="croupier"))
+    user.is_active = False
+    user.save()
+    actions = list(ChangeLog.objects.filter(object_id=str(user.pk))
+                   .values_list("action", flat=True))
+    assert actions == ["auth.user.created", "auth.user.roles_added",
+                       "auth.user.roles_removed", "auth.user.changed"]
+    last = ChangeLog.objects.filter(action="auth.user.changed").get()
+    assert last.old == {"is_active": True} and last.new == {"is_active": False}
+    assert "password" not in json.dumps(last.new)
+    assert trail_verify().ok
+
+
+@pytest.mark.postgres
+def test_postgres_refuses_edits_of_the_trail_and_the_records(played):
+    from django.db import DatabaseError
+
+    from audit.services import flags_sync
+
+    flags_sync()  # a flag and its first event
+    for sql in ("UPDATE casino_changelog SET hash = ''",
+                "DELETE FROM audit_flagevent",
+                "UPDATE tables_coup SET revision = 9"):
+        with pytest.raises(DatabaseError, match="append-only"):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(sql)

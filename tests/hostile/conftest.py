@@ -1,0 +1,105 @@
+"""Fixtures for hostile input: a furnished floor, one API token per role, and
+the app reached in-process over WSGI (as gunicorn would call it).
+
+FUZZ_EXAMPLES sets how many inputs hypothesis tries per operation and role
+(small in the suite; `make fuzz` raises it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import pytest
+
+from tests.conftest import make_user
+
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "2"))
+FUZZ_LONG = os.environ.get("FUZZ_LONG", "") not in ("", "0")
+# Roles as the API sees them: the four groups, the admin (superuser), a signed-in
+# user with no role, and nobody at all.
+ROLES = ("croupier", "pitboss", "manager", "auditor", "admin", "outsider", "anonymous")
+# Invalid bodies are about parsing and validation, which only a role allowed in
+# reaches: in the suite the admin (allowed everywhere) sends them; at length
+# (`make fuzz`) every role does, with twice the examples.
+NEGATIVE_ROLES = ROLES if FUZZ_LONG else ("admin",)
+
+
+@dataclass
+class Floor:
+    """Real objects for path ids: a fuzzer that only ever guesses ids tests
+    nothing but the 404 branch."""
+
+    tokens: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, int] = field(default_factory=dict)
+
+
+@pytest.fixture
+def floor(db) -> Floor:
+    from rest_framework.authtoken.models import Token
+
+    from tables import services
+
+    out = Floor()
+    users = {}
+    for role in ROLES:
+        if role == "anonymous":
+            continue
+        group = role if role not in ("admin", "outsider") else None
+        users[role] = make_user(f"fz-{role}", group, is_superuser=role == "admin")
+        out.tokens[role] = Token.objects.create(user=users[role]).key
+    manager, croupier = users["manager"], users["croupier"]
+    table = services.table_create(
+        user=manager, name="Fuzz", seats=9, minimum_banco=Decimal("100.00")
+    )
+    session = services.session_open(table=table, user=croupier)
+    shoe = services.shoe_open(session=session, user=croupier, burned=5)
+    turn = services.banker_turn_open(
+        session=session, user=croupier, seat=1, bank=Decimal("1000.00")
+    )
+    coup = services.coup_record(
+        shoe_id=shoe.pk,
+        user=croupier,
+        punter=["2H", "3D", "4C"],
+        banker=["8C", "TS"],
+        stakes=[services.StakeInput(amount=Decimal("300.00"), seat=2)],
+    ).coup
+    out.ids = {
+        "tables": table.pk,
+        "sessions": session.pk,
+        "shoes": shoe.pk,
+        "turns": turn.pk,
+        "coups": coup.pk,
+    }
+    return out
+
+
+@pytest.fixture
+def wsgi_app():
+    """Django's WSGI handler, called in-process inside the test's transaction.
+
+    Like Django's test client, keep the request signals from closing the
+    connection (that would end the test transaction mid-test)."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield WSGIHandler()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+
+def pytest_terminal_summary(terminalreporter):
+    from .util import INPUTS
+
+    if INPUTS:
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(INPUTS.items()))
+        terminalreporter.write_line(
+            f"hostile inputs tried: {sum(INPUTS.values())} ({parts})"
+        )

@@ -1,0 +1,140 @@
+"""The commission report from the rollups: groupings, totals, cagnotte, findings,
+expected commission and the 95 % band, rules in force."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from audit.models import CagnotteCount
+from audit.reports.expectation import p_banker
+from audit.reports.selectors import commission_report
+from tables.models import Coup, DailyRollup, Finding, Table, TableSession
+from tables.services import house_rules_change
+
+from .conftest import DAY1, DAY2, DAY3, at, evening, play
+
+pytestmark = pytest.mark.django_db
+
+
+def _db_totals(**filters):
+    coups = Coup.objects.filter(**filters)
+    agg = coups.aggregate(n=Count("id"), covered=Sum("covered"),
+                          commission=Sum("commission"))
+    return agg["n"], agg["covered"], agg["commission"]
+
+
+@pytest.mark.parametrize("group_by", ["table", "gaming_day", "croupier", "banker"])
+def test_every_grouping_adds_up_to_the_coups(nights, group_by):
+    report = commission_report(from_day=DAY1, to_day=DAY3, group_by=group_by)
+    n, covered, commission = _db_totals()
+    t = report.total
+    assert (t.coups, t.covered, t.commission) == (n, covered, commission)
+    assert sum(r.coups for r in report.rows) == n
+    assert sum(r.commission for r in report.rows) == commission
+    assert sum(r.banker_wins + r.punter_wins + r.ties for r in report.rows) == n
+    assert t.banker_wins == Coup.objects.filter(outcome="banker").count()
+    by_code = dict(Finding.objects.values_list("code").annotate(n=Count("id")))
+    assert t.findings == by_code and by_code.get("false_draw", 0) > 0
+    assert sum(r.findings.get("false_draw", 0) for r in report.rows) == by_code[
+        "false_draw"]
+    expected_rows = {
+        "table": Table.objects.count(), "gaming_day": 3, "croupier": 2,
+        "banker": Coup.objects.values("banker_seat").distinct().count(),
+    }[group_by]
+    assert len(report.rows) == expected_rows
+
+
+def test_labels_and_a_period_that_cuts_days(nights, croupier):
+    report = commission_report(from_day=DAY2, to_day=DAY2, group_by="croupier")
+    assert [r.label for r in report.rows] == ["croupier2"]
+    assert report.total.coups == _db_totals(gaming_day=DAY2)[0]
+    by_day = commission_report(from_day=DAY1, to_day=DAY3, group_by="gaming_day")
+    assert [r.label for r in by_day.rows] == [d.isoformat() for d in (DAY1, DAY2, DAY3)]
+    assert [d.label for d in by_day.days] == [r.label for r in by_day.rows]
+
+
+def test_expected_commission_and_band(nights):
+    report = commission_report(from_day=DAY1, to_day=DAY3)
+    p = p_banker(6, "chemmy-standard-1")
+    assert Decimal("0.45") < p < Decimal("0.46")
+    t = report.total
+    assert t.expected == (Decimal("0.05") * p * t.covered).quantize(Decimal("0.01"))
+    sq = DailyRollup.objects.aggregate(s=Sum("covered_sq"))["s"]
+    sd = (Decimal("0.0025") * p * (1 - p) * sq).sqrt()
+    assert abs(t.band_high - (t.exp.mean + Decimal("1.96") * sd)) < Decimal("0.01")
+    assert t.band_low < t.expected < t.band_high
+    # simulated play is fair: the total is within a few standard deviations
+    assert abs(t.z) < 3
+
+
+def test_a_cell_outside_the_band_is_flagged(table, croupier):
+    """A table-day whose commission is far below what its turnover implies."""
+    DailyRollup.objects.create(
+        table=table, gaming_day=DAY1, croupier=croupier, banker_seat=1, coups=500,
+        banker_wins=10, punter_wins=450, ties=40, covered=Decimal("100000"),
+        covered_sq=Decimal("20000000"), commission=Decimal("50.00"),
+    )
+    DailyRollup.objects.create(
+        table=table, gaming_day=DAY2, croupier=croupier, banker_seat=1, coups=500,
+        banker_wins=229, punter_wins=223, ties=48, covered=Decimal("100000"),
+        covered_sq=Decimal("20000000"), commission=Decimal("2290.00"),
+    )
+    report = commission_report(from_day=DAY1, to_day=DAY2)
+    assert [c.key for c in report.flagged] == [(table.pk, DAY1)]
+    bad = report.flagged[0]
+    assert bad.z < Decimal("-1.96") and bad.outside
+    assert bad.label == f"{table.name} {DAY1.isoformat()}"
+
+
+def test_cagnotte_counted_and_variance_per_table_day(nights, pitboss):
+    sessions = TableSession.objects.filter(gaming_day=DAY1).order_by("id")
+    s1 = sessions[0]
+    computed = Coup.objects.filter(shoe__session=s1).aggregate(s=Sum("commission"))["s"]
+    now = timezone.now()
+    CagnotteCount.objects.create(session=s1, counted=computed - 10, computed=computed,
+                                 variance=Decimal("-10"), counted_by=pitboss,
+                                 counted_at=now)
+    # a recount replaces the count
+    CagnotteCount.objects.create(session=s1, counted=computed, computed=computed,
+                                 variance=Decimal("0"), counted_by=pitboss,
+                                 counted_at=now + timedelta(minutes=5))
+    report = commission_report(from_day=DAY1, to_day=DAY1, group_by="table")
+    row = next(r for r in report.rows if r.key == s1.table_id)
+    assert row.counted == computed and row.cagnotte_variance == 0
+    others = [r for r in report.rows if r.key != s1.table_id]
+    assert all(r.counted is None for r in others)
+    assert report.total.counted == computed
+    # not attributable to a croupier or a seat
+    by_croupier = commission_report(from_day=DAY1, to_day=DAY1, group_by="croupier")
+    assert by_croupier.rows[0].counted is None and by_croupier.total.counted == computed
+
+
+def test_rules_in_force_follow_each_version(croupier, manager):
+    play(croupier, DAY1, seed=4, prefix="R")
+    table = Table.objects.get(name="R 4-1")
+    with at(evening(DAY2, 8)):
+        house_rules_change(table=table, user=manager, reason="eight decks", decks=8,
+                           commission_rate=Decimal("0.04"))
+    play(croupier, DAY2, seed=4, prefix="R")
+    report = commission_report(from_day=DAY1, to_day=DAY2, group_by="gaming_day")
+    assert [(r["version"], r["decks"]) for r in report.rules] == [(1, 6), (2, 8)]
+    assert report.rules[1]["from_day"] == DAY2.isoformat()
+    day1, day2 = report.rows
+    p6, p8 = p_banker(6, "chemmy-standard-1"), p_banker(8, "chemmy-standard-1")
+    assert day1.expected == (Decimal("0.05") * p6 * day1.covered).quantize(
+        Decimal("0.01"))
+    assert day2.expected == (Decimal("0.04") * p8 * day2.covered).quantize(
+        Decimal("0.01"))
+    only_day1 = commission_report(from_day=DAY1, to_day=DAY1)
+    assert [r["version"] for r in only_day1.rules] == [1]
+
+
+def test_an_empty_period_is_an_empty_report(db):
+    report = commission_report(from_day=DAY1, to_day=DAY1)
+    assert report.rows == [] and report.total.coups == 0
+    assert report.total.expected == 0 and not report.flagged
