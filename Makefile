@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
-.PHONY: run test lint bench demo migrate clean
+.PHONY: run test lint bench demo migrate clean fuzz load faults
 
 $(VENV)/bin/activate:
 	@test -n "$(PYTHON)" || { echo "Python 3.11 is needed (python3.11 / python3 not found)"; exit 1; }
@@ -41,6 +41,28 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_simulate.py
 	$(PY) bench/bench_http.py
+	$(PY) bench/bench_reports.py
+
+## Reliability (figures in var/reliability/). Fuzz the API at length: schemathesis
+## over every operation and role, hypothesis on the coup endpoint (the suite runs
+## the same, bounded). FUZZ_EXAMPLES per operation and role, HOSTILE_EXAMPLES per
+## coup test; add DATABASE_URL=postgres://... for PostgreSQL.
+FUZZ_EXAMPLES ?= 20
+HOSTILE_EXAMPLES ?= 300
+fuzz: $(VENV)/.installed-dev
+	FUZZ_LONG=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HOSTILE_EXAMPLES=$(HOSTILE_EXAMPLES) \
+		$(VENV)/bin/pytest tests/hostile -q -p no:cacheprovider $(PYTEST_ARGS)
+
+## N tablets recording coups through gunicorn on PostgreSQL (database load_casino,
+## re-created), then proof that every acknowledged coup is stored once.
+## e.g. make load LOAD_ARGS="--clients 8,32,64 --duration 6"
+load: $(VENV)/.installed-dev
+	$(PY) scripts/load.py $(LOAD_ARGS)
+
+## PostgreSQL restarted (its own throwaway cluster on port 5439) while tablets
+## record, and two tablets racing for one shoe.
+faults: $(VENV)/.installed-dev
+	$(PY) scripts/faults.py $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) var/casino.sqlite3

@@ -185,12 +185,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "casino.api.CasinoAutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "casino.drf.Pagination",  # limit <= 1000
-    # JSON with a size limit and a nesting guard (see casino/drf.py).
-    "DEFAULT_PARSER_CLASSES": [
-        "casino.drf.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # The API speaks JSON only (the tablets send JSON; no page posts a form
+    # to it): a size limit and a nesting guard, see casino/drf.py. Form
+    # bodies get a 415 instead of HTML-form semantics (an empty field taking
+    # its default) and a browser form cannot post to the API cross-site.
+    "DEFAULT_PARSER_CLASSES": ["casino.drf.JSONParser"],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "casino.api.exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -81,7 +82,9 @@ def run_level(n: int, port: int, users: list, args) -> tuple[dict, list]:
             seed=zlib.crc32(tag.encode()), stop=stop, give_up=stop + RESOLVE,
             behaviour=behaviour, tag=tag,
         )  # fmt: skip
-        threads.append(threading.Thread(target=_tablets.run_tablet, kwargs=kwargs))
+        threads.append(
+            threading.Thread(target=_tablets.run_tablet, kwargs=kwargs, daemon=True)
+        )
     for t in threads:
         t.start()
     for t in threads:
@@ -149,6 +152,8 @@ def main() -> None:
     if not 0 < args.duration <= 60 or not all(0 < c <= 128 for c in clients):
         sys.exit("--duration must be in (0, 60] s, clients in 1..128")
 
+    # `timeout` or Ctrl-C: still stop gunicorn (finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     env = _harness.configure(args.database_url)
     print(f"database: {args.database_url} (dropped and re-created)", flush=True)
     _harness.recreate_database(args.database_url)

@@ -16,7 +16,7 @@ from datetime import date
 from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Case, IntegerField, Q, Sum, Value, When
+from django.db.models import Sum
 
 from audit.models import CagnotteCount
 from tables.models import DailyRollup, HouseRules, Table
@@ -30,8 +30,6 @@ GROUPS = {
     "croupier": "croupier_id",
     "banker": "banker_seat",
 }
-SUMS = ("coups", "banker_wins", "punter_wins", "ties", "covered", "covered_sq",
-        "commission")
 
 
 @dataclass
@@ -69,14 +67,6 @@ class Row:
     def outside(self) -> bool:
         return self.exp.outside(self.commission)
 
-    def add(self, d: dict) -> None:
-        for name in ("coups", "banker_wins", "punter_wins", "ties"):
-            setattr(self, name, getattr(self, name) + (d[name] or 0))
-        # Money sums are exact on PostgreSQL; SQLite adds them as doubles, so
-        # bring them back to cents.
-        self.covered += Decimal(d["covered"] or 0).quantize(CENT)
-        self.commission += Decimal(d["commission"] or 0).quantize(CENT)
-
 
 @dataclass
 class CommissionReport:
@@ -112,18 +102,63 @@ def rules_periods(table_ids) -> dict[int, list[tuple[date, HouseRules]]]:
     return out
 
 
-def _rules_case(periods) -> Case:
-    whens = []
-    for table_id, versions in periods.items():
-        for i, (start, rules) in enumerate(versions):
-            cond = Q(table_id=table_id)
-            if i > 0:
-                cond &= Q(gaming_day__gte=start)
-            nxt = versions[i + 1][0] if i + 1 < len(versions) else None
-            if nxt is not None:
-                cond &= Q(gaming_day__lt=nxt)
-            whens.append(When(cond, then=Value(rules.pk)))
-    return Case(*whens, default=Value(0), output_field=IntegerField())
+class Coefficients:
+    """Per table and gaming day, the constants of the rules in force:
+    k1 = rate x P(banker) and k2 = rate^2 x P(banker) x (1 - P(banker)), so
+    that mean = k1 x covered and variance = k2 x sum(covered^2). The database
+    only adds plain sums; these few multiplications happen here."""
+
+    def __init__(self, periods) -> None:
+        p_cache: dict[tuple, Decimal] = {}
+        self.by_table: dict[int, list[tuple[date, Decimal, Decimal]]] = {}
+        for table_id, versions in periods.items():
+            out = []
+            for start, rules in versions:
+                key = (rules.decks, rules.tableau.version)
+                if key not in p_cache:
+                    p_cache[key] = p_banker(*key)
+                p, rate = p_cache[key], rules.commission_rate
+                out.append((start, rate * p, rate * rate * p * (1 - p)))
+            self.by_table[table_id] = out
+
+    def varies_within(self, from_day: date, to_day: date) -> bool:
+        """True if some table changed rules inside the period."""
+        return any(start > from_day and start <= to_day
+                   for versions in self.by_table.values()
+                   for start, _, _ in versions[1:])
+
+    def __call__(self, table_id: int, day: date | None) -> tuple[Decimal, Decimal]:
+        versions = self.by_table.get(table_id)
+        if not versions:
+            return Decimal("0"), Decimal("0")
+        found = versions[0]
+        if day is not None:
+            for version in versions[1:]:
+                if version[0] <= day:
+                    found = version
+        return found[1], found[2]
+
+
+SUMS = {"s_coups": Sum("coups"), "s_bw": Sum("banker_wins"),
+        "s_pw": Sum("punter_wins"), "s_ties": Sum("ties"),
+        "s_covered": Sum("covered"), "s_commission": Sum("commission"),
+        "s_sq": Sum("covered_sq")}
+
+
+def _sums(base, columns: list[str]):
+    """Rows of (*columns, coups, banker_wins, punter_wins, ties, covered,
+    commission, covered_sq), summed per group in one query."""
+    return (base.values(*columns).annotate(**SUMS)
+            .values_list(*columns, *SUMS).order_by(*columns))
+
+
+def _row(key, label: str, v, k1: Decimal, k2: Decimal) -> Row:
+    """A Row from summed numbers; money back to cents (SQLite sums doubles)."""
+    covered = Decimal(v[4] or 0).quantize(CENT)
+    return Row(key, label, coups=v[0] or 0, banker_wins=v[1] or 0,
+               punter_wins=v[2] or 0, ties=v[3] or 0, covered=covered,
+               commission=Decimal(v[5] or 0).quantize(CENT),
+               exp=Expectation(mean=k1 * covered, var=k2 * Decimal(v[6] or 0)))
 
 
 def _labels(group_by: str, keys) -> dict:
@@ -150,81 +185,56 @@ def commission_report(
     if table_ids:
         base = base.filter(table_id__in=table_ids)
     periods = rules_periods(table_ids or None)
-    rules_by_pk = {r.pk: r for v in periods.values() for _, r in v}
-    rules_case = _rules_case(periods)
-    sums = {name: Sum(name) for name in SUMS}
-    p_cache: dict[int, Decimal] = {}
+    coef = Coefficients(periods)
 
-    def expectation_of(rules_pk: int, d: dict) -> Expectation:
-        exp = Expectation()
-        rules = rules_by_pk.get(rules_pk)
-        if rules is None or not d["covered"]:
-            return exp
-        if rules_pk not in p_cache:
-            p_cache[rules_pk] = p_banker(rules.decks, rules.tableau.version)
-        exp.add(rate=rules.commission_rate, p=p_cache[rules_pk],
-                covered=d["covered"], covered_sq=d["covered_sq"])
-        return exp
-
-    # 1. table x gaming day cells: flags, the chart, cagnotte counts
-    cell_rows = (
-        base.annotate(rules_pk=rules_case)
-        .values("table_id", "gaming_day", "rules_pk")
-        .annotate(**sums)
-        .order_by("gaming_day", "table_id")
-    )
-    cells: dict[tuple, Row] = {}
-    for d in cell_rows:
-        key = (d["table_id"], d["gaming_day"])
-        cell = cells.setdefault(key, Row(key, ""))
-        cell.add(d)
-        cell.exp.merge(expectation_of(d["rules_pk"], d))
+    # 1. table x gaming day cells: the band flags, the chart, cagnotte counts
+    raw = list(_sums(base, ["table_id", "gaming_day"]))
     counts = cagnotte_counts(from_day, to_day, table_ids)
-    names = _labels("table", {k[0] for k in cells} | {k[0] for k in counts})
-    for key, cell in cells.items():
-        cell.label = f"{names.get(key[0], key[0])} {key[1].isoformat()}"
+    names = _labels("table", {r[0] for r in raw} | {k[0] for k in counts})
+    cells: dict[tuple, Row] = {}
+    for r in raw:
+        key = (r[0], r[1])
+        cells[key] = _row(key, f"{names.get(r[0], r[0])} {r[1].isoformat()}", r[2:],
+                          *coef(r[0], r[1]))
     for key, (counted, variance) in counts.items():
-        cell = cells.setdefault(key, Row(key, f"{names.get(key[0])} {key[1]}"))
+        cell = cells.get(key) or cells.setdefault(
+            key, Row(key, f"{names.get(key[0], key[0])} {key[1].isoformat()}"))
         cell.counted, cell.cagnotte_variance = counted, variance
-    findings = findings_by(base, ["table_id", "gaming_day"])
-    for key, codes in findings.items():
+    for key, codes in findings_by(from_day, to_day, table_ids,
+                                  ["table_id", "gaming_day"]).items():
         if key in cells:
             cells[key].findings = codes
 
     # 2. the requested grouping
+    groups: dict = {}
     if group_by in ("table", "gaming_day"):
         index = 0 if group_by == "table" else 1
-        groups: dict = {}
         for key, cell in cells.items():
-            g = groups.setdefault(key[index], Row(key[index], ""))
-            _fold(g, cell)
+            _fold(groups.setdefault(key[index], Row(key[index], "")), cell)
     else:
         column = GROUPS[group_by]
-        groups = {}
-        grouped = (
-            base.annotate(rules_pk=rules_case)
-            .values(column, "rules_pk")
-            .annotate(**sums)
-            .order_by(column)
-        )
-        for d in grouped:
-            g = groups.setdefault(d[column], Row(d[column], ""))
-            g.add(d)
-            g.exp.merge(expectation_of(d["rules_pk"], d))
-        for key, codes in findings_by(base, [column]).items():
+        # per table (and per day only if some table changed rules meanwhile),
+        # so each part is weighed with its own rules
+        by_day = coef.varies_within(from_day, to_day)
+        parts = [column, "table_id"] + (["gaming_day"] if by_day else [])
+        for r in _sums(base, parts):
+            k1, k2 = coef(r[1], r[2] if by_day else from_day)
+            part = _row(r[0], "", r[len(parts):], k1, k2)
+            _fold(groups.setdefault(r[0], Row(r[0], "")), part)
+        for key, codes in findings_by(from_day, to_day, table_ids, [column]).items():
             if key[0] in groups:
                 groups[key[0]].findings = codes
     labels = _labels(group_by, list(groups))
-    rows = sorted(groups.values(), key=lambda r: (str(labels.get(r.key, r.key))))
+    for r in groups.values():
+        r.label = str(labels.get(r.key, r.key))
     if group_by == "gaming_day":
         rows = sorted(groups.values(), key=lambda r: r.key)
-    for r in rows:
-        r.label = str(labels.get(r.key, r.key))
+    else:
+        rows = sorted(groups.values(), key=lambda r: r.label)
     total = Row("total", "Total")
-    for cell in cells.values():
-        _fold(total, cell)
     days: dict[date, Row] = {}
     for (_, day), cell in sorted(cells.items(), key=lambda kv: kv[0][1]):
+        _fold(total, cell)
         _fold(days.setdefault(day, Row(day, day.isoformat())), cell)
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
@@ -234,9 +244,12 @@ def commission_report(
 
 
 def _fold(into: Row, cell: Row) -> None:
-    for name in ("coups", "banker_wins", "punter_wins", "ties", "covered",
-                 "commission"):
-        setattr(into, name, getattr(into, name) + getattr(cell, name))
+    into.coups += cell.coups
+    into.banker_wins += cell.banker_wins
+    into.punter_wins += cell.punter_wins
+    into.ties += cell.ties
+    into.covered += cell.covered
+    into.commission += cell.commission
     into.exp.merge(cell.exp)
     for code, n in cell.findings.items():
         into.findings[code] = into.findings.get(code, 0) + n
@@ -247,18 +260,24 @@ def _fold(into: Row, cell: Row) -> None:
         )
 
 
-def findings_by(base, columns: list[str]) -> dict[tuple, dict[str, int]]:
-    """Sum the rollups' {code: n} maps per group, in the database (json_each)."""
-    qs = base.exclude(findings={}).values_list("pk", flat=True)
-    inner, params = qs.query.sql_with_params()
+def findings_by(from_day, to_day, table_ids, columns: list[str]
+                ) -> dict[tuple, dict[str, int]]:
+    """Sum the rollups' {code: n} maps per group, in the database (json_each);
+    only the cells with findings are read."""
     cols = ", ".join(f"r.{c}" for c in columns)
+    where = "r.gaming_day >= %s AND r.gaming_day <= %s"
+    params: list = [from_day, to_day]
+    if table_ids:
+        where += f" AND r.table_id IN ({', '.join(['%s'] * len(table_ids))})"
+        params += list(table_ids)
     if connection.vendor == "postgresql":
         each, value = "jsonb_each_text(r.findings)", "CAST(j.value AS integer)"
+        where += " AND r.findings <> '{}'::jsonb"
     else:
         each, value = "json_each(r.findings)", "j.value"
     sql = (
         f"SELECT {cols}, j.key, SUM({value}) FROM {DailyRollup._meta.db_table} r, "
-        f"{each} j WHERE r.id IN ({inner}) GROUP BY {cols}, j.key"
+        f"{each} j WHERE {where} GROUP BY {cols}, j.key"
     )
     out: dict[tuple, dict[str, int]] = defaultdict(dict)
     with connection.cursor() as cur:

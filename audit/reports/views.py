@@ -52,20 +52,23 @@ def _today():
 
 
 def table_odds() -> list[dict]:
-    out = []
+    """The exact odds of each distinct set of house rules in use, with the
+    tables that play it (many tables share the same rules)."""
+    groups: dict[tuple, dict] = {}
     for t in Table.objects.filter(active=True).select_related("rules__tableau"):
         if t.rules is None:
             continue
-        odds = compute_odds(decks=t.rules.decks, tableau=t.rules.tableau.as_engine())
-        out.append({
-            "table": t.name, "decks": t.rules.decks, "tableau": odds.tableau,
-            "rate": t.rules.commission_rate,
-            "banker": float(odds.p_banker), "punter": float(odds.p_punter),
-            "tie": float(odds.p_tie),
-            "per_100": float(odds.expected_commission_per_unit(
-                t.rules.commission_rate) * 100),
-        })
-    return out
+        key = (t.rules.decks, t.rules.tableau.version, t.rules.commission_rate)
+        if key not in groups:
+            odds = compute_odds(decks=key[0], tableau=t.rules.tableau.as_engine())
+            groups[key] = {
+                "tables": [], "decks": key[0], "tableau": key[1], "rate": key[2],
+                "banker": float(odds.p_banker), "punter": float(odds.p_punter),
+                "tie": float(odds.p_tie),
+                "per_100": float(odds.expected_commission_per_unit(key[2]) * 100),
+            }
+        groups[key]["tables"].append(t.name)
+    return list(groups.values())
 
 
 @capability("report.read")
@@ -91,6 +94,7 @@ def dashboard(request):
         "running": ReportJob.objects.filter(status__in=ACTIVE)[:20],
         "reaudits": ReauditRun.objects.all()[:5],
         "odds": table_odds(), "groups": list(GROUPS),
+        "chart_tables_height": max(260, 60 + 22 * len(by_table.rows)),
         "kinds": ReportJob.Kind.choices, "formats": ReportJob.Format.values,
         "tableaux": TableauVersion.objects.values_list("version", flat=True),
         "can_request": has_capability(request.user, "report.request"),

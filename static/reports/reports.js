@@ -16,7 +16,8 @@
           { type: "line", label: "95 % low", data: d.low, borderColor: gold, borderDash: [4, 3], pointRadius: 0, fill: "-1", backgroundColor: "rgba(227,180,72,0.18)", order: 1 }
         ]
       },
-      options: { animation: false, responsive: true, plugins: { legend: { labels: { boxWidth: 12 } } } }
+      options: { animation: false, responsive: true, maintainAspectRatio: false,
+                 plugins: { legend: { labels: { boxWidth: 12 } } } }
     });
     new Chart(document.getElementById("chart-tables"), {
       type: "bar",
@@ -27,7 +28,9 @@
           { label: "expected", data: d.table_expected, backgroundColor: gold }
         ]
       },
-      options: { animation: false, responsive: true, indexAxis: "y", plugins: { legend: { labels: { boxWidth: 12 } } } }
+      options: { animation: false, responsive: true, maintainAspectRatio: false, indexAxis: "y",
+                 scales: { y: { ticks: { autoSkip: false } } },
+                 plugins: { legend: { labels: { boxWidth: 12 } } } }
     });
   }
   function poll() {

@@ -96,7 +96,6 @@
         banker_total: b2,
         outcome: b2 > p2 ? "banker" : p2 > b2 ? "punter" : "tie",
         natural: natural,
-        natural_total: natural === "punter" ? p2 : b2,
         punter_third: null,
         punter_choice: null,
         banker_choice: null,

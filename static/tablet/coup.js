@@ -295,7 +295,7 @@
     placed.push(slot);
     pendingRank = null;
     nextTo = null;
-    hideResultHint();
+    hideAlert();
     render();
   }
 
@@ -555,9 +555,6 @@
   }
   function hideAlert() {
     $("alert").hidden = true;
-  }
-  function hideResultHint() {
-    hideAlert();
   }
 
   // ---- results -------------------------------------------------------------------

@@ -87,7 +87,14 @@ class TableCreateSerializer(serializers.Serializer):
         max_value=Decimal("0.5"),
         default=Decimal("0.05"),
     )
-    commission_unit = money_field(default=Decimal("0.10"))
+    # The rounding unit of the levy: HouseRules holds it in 8 digits.
+    commission_unit = serializers.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("999999.99"),
+        default=Decimal("0.10"),
+    )
     minimum_banco = money_field(default=Decimal("100.00"))
     tableau_version = serializers.CharField(max_length=64, default="chemmy-standard-1")
     gaming_day_cutoff = serializers.IntegerField(min_value=0, max_value=23, default=6)

@@ -222,7 +222,6 @@ def js_strings() -> dict[str, str]:
         "waiting_many": _("{n} coups waiting"),
         "offline": _("Offline: coups are kept on this tablet"),
         "online": _("Online"),
-        "sending": _("Sending…"),
         "moved_on": _("The shoe moved on: here is the latest coup."),
         "moved_on_detail": _(
             "Coup {seq} was recorded by {user}: {punter} / {banker}, {outcome}."

@@ -75,6 +75,34 @@ def floor(db) -> Floor:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _migration_rows(request):
+    """A transactional test starts after another one's flush emptied every
+    table: put back what the data migrations wrote (the roles, the tableaux).
+    (serialized_rollback would UPDATE the append-only tableau rows, which
+    PostgreSQL refuses; see tests/tablet/conftest.py.)"""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        return
+    request.getfixturevalue("transactional_db")
+    import importlib
+
+    from django.contrib.auth.models import Group
+
+    from casino.roles import ROLES as GROUPS
+    from tables.models import TableauVersion
+
+    for name in GROUPS:
+        Group.objects.get_or_create(name=name)
+    seeds = importlib.import_module("tables.migrations.0002_seed_tableaux")
+    for version, rows in (
+        ("chemmy-standard-1", seeds.CHEMMY),
+        ("punto-banco-1", seeds.PUNTO_BANCO),
+    ):
+        if not TableauVersion.objects.filter(version=version).exists():
+            TableauVersion.objects.create(version=version, rows=rows)
+
+
 @pytest.fixture
 def wsgi_app():
     """Django's WSGI handler, called in-process inside the test's transaction.

@@ -130,6 +130,10 @@ def test_rules_in_force_follow_each_version(croupier, manager):
         Decimal("0.01"))
     assert day2.expected == (Decimal("0.04") * p8 * day2.covered).quantize(
         Decimal("0.01"))
+    # grouped by croupier, each part is still weighed with its own day's rules
+    by_croupier = commission_report(from_day=DAY1, to_day=DAY2, group_by="croupier")
+    assert by_croupier.total.exp.mean == report.total.exp.mean
+    assert by_croupier.rows[0].exp.mean == day1.exp.mean + day2.exp.mean
     only_day1 = commission_report(from_day=DAY1, to_day=DAY1)
     assert [r["version"] for r in only_day1.rules] == [1]
 

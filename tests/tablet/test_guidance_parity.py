@@ -62,7 +62,6 @@ JS_JUDGE = """
     const totals = {p: Chemmy.total(p.slice(0, 2)), b: Chemmy.total(b.slice(0, 2))};
     const word = (f) => window.ChemmyTablet.findingText(f, totals);
     v.findings = v.findings.map((f) => Object.assign({}, f, {message: word(f)}));
-    delete v.natural_total;
     return v;
   });
 }

@@ -1,0 +1,301 @@
+"""Reports at scale: the year commission report from rollups at 1M vs 10M coups,
+and the streamed detail CSV export of 1M coups (time, peak memory).
+
+    .venv/bin/python bench/bench_reports.py [--sizes 1000000,10000000]
+
+A dedicated PostgreSQL database (bench_reports, dropped and re-created) is
+filled server-side (INSERT ... SELECT generate_series: the same bulk path as
+COPY, without shipping rows through Python) with a year of coups: 20 tables x
+365 gaming days, 3 croupiers, 9 banker seats, outcomes drawn with the game's
+odds, 0.3 % of coups with a false_draw finding. The rollups are then built
+from the coups in SQL (one GROUP BY), as `rollup_rebuild` would. Growing from
+1M to 10M adds coups to the same table-days, so the rollup cells stay the same
+(~197k): the report's time should stay flat, while a plain GROUP BY over the
+coups grows with them. Results go to var/bench/reports.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("BENCH_DATABASE_URL",
+                      "postgres://postgres@127.0.0.1:5432/bench_reports")
+import _benchdb  # noqa: E402
+
+TABLES, DAYS, CROUPIERS, SEATS = 20, 365, 3, 9
+CELLS = TABLES * DAYS
+START = date(2025, 1, 1)
+OUT = _benchdb.OUT_DIR / "reports.json"
+
+
+def _fill(model, given: dict[str, str]) -> tuple[str, str]:
+    """Column list and SELECT expressions for a bulk insert: the columns given,
+    plus every other NOT NULL column filled with its model default (the other
+    teams add columns; the bench must not break on them)."""
+    from django.db.models import NOT_PROVIDED
+
+    cols, exprs = [], []
+    for f in model._meta.concrete_fields:
+        if f.primary_key and f.column not in given:
+            continue
+        if f.column in given:
+            expr = given[f.column]
+        elif f.null:
+            continue
+        elif f.default is not NOT_PROVIDED:
+            value = f.get_default()
+            if isinstance(value, dict | list):
+                expr = f"'{json.dumps(value)}'::jsonb"
+            elif isinstance(value, bool):
+                expr = "true" if value else "false"
+            else:
+                expr = f"'{value}'"
+        else:
+            expr = "''"
+        cols.append(f'"{f.column}"')
+        exprs.append(expr)
+    return ", ".join(cols), ", ".join(exprs)
+
+
+def setup_floor():
+    """Tables, croupiers, one session + shoe + banker turn per table-day."""
+    from django.db import connection
+
+    from tables import services
+    from tables.models import BankerTurn, Shoe, TableSession
+
+    manager = _benchdb.make_user("bench-manager", "manager")
+    croupiers = [_benchdb.make_user(f"bench-croupier-{i}", "croupier")
+                 for i in range(CROUPIERS)]
+    tables = [services.table_create(user=manager, name=f"Table {i + 1:02d}",
+                                    device="bench") for i in range(TABLES)]
+    t0 = tables[0].pk
+    day = f"DATE '{START}' + (g / {TABLES})"
+    table = f"{t0} + (g % {TABLES})"
+    at = f"(({day})::timestamp + interval '20 hours') AT TIME ZONE 'Europe/Paris'"
+    with connection.cursor() as cur:
+        cols, exprs = _fill(TableSession, {
+            "id": "g + 1", "table_id": table, "gaming_day": day, "opened_at": at,
+            "opened_by_id": str(croupiers[0].pk), "closed_at": at,
+            "closed_by_id": str(croupiers[0].pk)})
+        cur.execute(f"INSERT INTO {TableSession._meta.db_table} ({cols}) "
+                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
+        cols, exprs = _fill(Shoe, {
+            "id": "g + 1", "session_id": "g + 1", "number": "1", "decks": "6",
+            "opened_at": at, "closed_at": at})
+        cur.execute(f"INSERT INTO {Shoe._meta.db_table} ({cols}) "
+                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
+        cols, exprs = _fill(BankerTurn, {
+            "id": "g + 1", "session_id": "g + 1", "number": "1", "seat": "1",
+            "opening_bank": "100", "bank": "100", "opened_at": at,
+            "opened_by_id": str(croupiers[0].pk), "closed_at": at})
+        cur.execute(f"INSERT INTO {BankerTurn._meta.db_table} ({cols}) "
+                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
+    return t0, tables[0].rules_id, [c.pk for c in croupiers]
+
+
+def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers) -> float:
+    """Coups number first..last (0-based): coup n is at cell n % CELLS and is
+    that shoe's coup number n // CELLS + 1."""
+    from django.db import connection
+
+    from tables.models import Coup, Finding
+
+    seq = f"(g / {CELLS} + 1)"
+    c0 = croupiers[0]
+    u = "hashtext(g::text)"  # a deterministic pseudo-random number per coup
+    outcome = (f"CASE WHEN abs({u}) % 10000 < 4587 THEN 'banker' "
+               f"WHEN abs({u}) % 10000 < 9049 THEN 'punter' ELSE 'tie' END")
+    covered = "(10 * (1 + abs(hashtext('c' || g)) % 50))"
+    given = {
+        "shoe_id": f"g % {CELLS} + 1", "turn_id": f"g % {CELLS} + 1", "seq": seq,
+        "revision": "1", "rules_id": str(rules_id),
+        "tableau_version": "'chemmy-standard-1'",
+        "gaming_day": f"DATE '{START}' + ((g % {CELLS}) / {TABLES})",
+        "created_at": f"(DATE '{START}' + ((g % {CELLS}) / {TABLES}))::timestamptz"
+                      f" + interval '20 hours' + (g / {CELLS}) * interval '1 second'",
+        "entered_by_id": f"{c0} + abs(hashtext('k' || g)) % {CROUPIERS}",
+        "punter_cards": "'[\"9H\", \"KD\"]'::jsonb",
+        "banker_cards": "'[\"5C\", \"2S\"]'::jsonb",
+        "punter_total": "9", "banker_total": "7", "outcome": outcome,
+        "banker_seat": f"abs(hashtext('s' || g)) % {SEATS} + 1",
+        "punter_seat": f"(abs(hashtext('s' || g)) + 4) % {SEATS} + 1",
+        "bank_before": "1000", "covered": f"{covered}", "garage": "0",
+        "commission": f"CASE WHEN {outcome} = 'banker' THEN {covered} * 0.05 "
+                      "ELSE 0 END",
+        "bank_after": "1000", "cards_left_before": "300",
+        "finding_count": "CASE WHEN abs(hashtext('f' || g)) % 1000 < 3 THEN 1 "
+                         "ELSE 0 END",
+    }
+    cols, exprs = _fill(Coup, given)
+    start = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {Coup._meta.db_table} ({cols}) "
+                    f"SELECT {exprs} FROM generate_series({first}, {last}) g")
+        fcols, fexprs = _fill(Finding, {
+            "coup_id": "c.id", "code": "'false_draw'", "severity": "'warning'",
+            "side": "'banker'", "detail": "'{}'::jsonb",
+            "message": "'Banker stood on 4 against a 3 (bench)'",
+            "tableau_version": "'chemmy-standard-1'"})
+        cur.execute(f"INSERT INTO {Finding._meta.db_table} ({fcols}) "
+                    f"SELECT {fexprs} FROM {Coup._meta.db_table} c "
+                    f"WHERE c.finding_count = 1 AND c.id > (SELECT coalesce("
+                    f"max(coup_id), 0) FROM {Finding._meta.db_table})")
+        cur.execute("ANALYZE")
+    return time.perf_counter() - start
+
+
+def build_rollups() -> float:
+    """The rollups from the coups, in SQL (what rollup_apply keeps up to date
+    coup by coup)."""
+    from django.db import connection
+
+    from tables.models import Coup, DailyRollup, Finding, Shoe, TableSession
+
+    c, s, t = Coup._meta.db_table, Shoe._meta.db_table, TableSession._meta.db_table
+    f = Finding._meta.db_table
+    start = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute(f"TRUNCATE {DailyRollup._meta.db_table}")
+        cur.execute(f"""
+            WITH cell AS (
+              SELECT c.id, t.table_id, c.gaming_day, c.entered_by_id AS croupier,
+                     c.banker_seat, c.outcome, c.covered, c.commission
+              FROM {c} c JOIN {s} s ON s.id = c.shoe_id
+              JOIN {t} t ON t.id = s.session_id),
+            codes AS (
+              SELECT table_id, gaming_day, croupier, banker_seat,
+                     jsonb_object_agg(code, n) AS findings
+              FROM (SELECT cell.table_id, cell.gaming_day, cell.croupier,
+                           cell.banker_seat, fi.code, count(*) AS n
+                    FROM {f} fi JOIN cell ON cell.id = fi.coup_id
+                    GROUP BY 1, 2, 3, 4, 5) x
+              GROUP BY 1, 2, 3, 4),
+            sums AS (
+              SELECT table_id, gaming_day, croupier, banker_seat, count(*) AS coups,
+                count(*) FILTER (WHERE outcome = 'banker') AS bw,
+                count(*) FILTER (WHERE outcome = 'punter') AS pw,
+                count(*) FILTER (WHERE outcome = 'tie') AS ties,
+                sum(covered) AS covered, sum(covered * covered) AS covered_sq,
+                sum(commission) AS commission
+              FROM cell GROUP BY 1, 2, 3, 4)
+            INSERT INTO {DailyRollup._meta.db_table} (table_id, gaming_day,
+              croupier_id, banker_seat, coups, banker_wins, punter_wins, ties,
+              covered, covered_sq, commission, findings)
+            SELECT s.table_id, s.gaming_day, s.croupier, s.banker_seat, s.coups,
+              s.bw, s.pw, s.ties, s.covered, s.covered_sq, s.commission,
+              coalesce(codes.findings, '{{}}'::jsonb)
+            FROM sums s LEFT JOIN codes USING (table_id, gaming_day, croupier,
+                                               banker_seat)""")
+        cur.execute("ANALYZE")
+    return time.perf_counter() - start
+
+
+def time_reports(repeat: int = 5) -> dict:
+    from django.db import connection
+
+    from audit.reports.selectors import commission_report
+    from tables.models import Coup, DailyRollup
+
+    end = START + timedelta(days=DAYS - 1)
+    out = {}
+    for group_by in ("table", "gaming_day", "croupier", "banker"):
+        commission_report(from_day=START, to_day=end, group_by=group_by)  # warm
+        runs = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            report = commission_report(from_day=START, to_day=end, group_by=group_by)
+            runs.append(time.perf_counter() - t)
+        out[group_by] = {"median_s": round(statistics.median(runs), 4),
+                         "max_s": round(max(runs), 4), "rows": len(report.rows),
+                         "coups": report.total.coups,
+                         "flagged_cells": len(report.flagged)}
+    # the yardstick: the same totals by GROUP BY over the coups themselves
+    with connection.cursor() as cur:
+        t = time.perf_counter()
+        cur.execute(f"SELECT s.session_id, count(*), sum(covered), sum(commission) "
+                    f"FROM {Coup._meta.db_table} c JOIN tables_shoe s ON "
+                    f"s.id = c.shoe_id GROUP BY s.session_id")
+        cur.fetchall()
+        out["plain_group_by_over_coups_s"] = round(time.perf_counter() - t, 3)
+    out["rollup_rows"] = DailyRollup.objects.count()
+    return out
+
+
+def export_child(n_days: int) -> None:
+    """Run in a fresh process so its peak RSS is the export's own."""
+    import django
+
+    django.setup()
+    from audit.reports.detail import write_coups_csv
+
+    params = {"from_day": START.isoformat(),
+              "to_day": (START + timedelta(days=n_days - 1)).isoformat(),
+              "tables": []}
+    stamp = {"title": "Coup detail export", "period": "bench",
+             "gaming_day_note": "", "house_rules": [], "software_version": "bench",
+             "generated_at": "", "generated_by": "bench"}
+    path = _benchdb.OUT_DIR / "coups.csv"
+    t = time.perf_counter()
+    rows = write_coups_csv(params, path, stamp=stamp, progress=lambda n: None)
+    elapsed = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(json.dumps({"rows": rows, "seconds": round(elapsed, 2),
+                      "peak_rss_mb": rss, "file_mb": path.stat().st_size >> 20}))
+    path.unlink()
+
+
+def time_export(n_days: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--export-child", str(n_days)],
+                         capture_output=True, text=True, env=os.environ, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--export-child", type=int)
+    parser.add_argument("--reuse", action="store_true",
+                        help="Time the reports on the database as it is.")
+    args = parser.parse_args()
+    url = _benchdb.configure()
+    if args.export_child:
+        export_child(args.export_child)
+        return
+    if args.reuse:
+        import django
+
+        django.setup()
+        print(json.dumps(time_reports(), indent=2))
+        return
+    _benchdb.recreate_database(url)
+    t0, rules_id, croupiers = setup_floor()
+    results = {"database": url.rsplit("/", 1)[-1], "machine": _benchdb.machine(),
+               "pg": _benchdb.pg_settings(), "sizes": {}}
+    loaded = 0
+    for size in (int(s) for s in args.sizes.split(",")):
+        load = load_coups(loaded, size - 1, t0, rules_id, croupiers)
+        loaded = size
+        rollups = build_rollups()
+        entry = {"load_s": round(load, 1), "rollups_build_s": round(rollups, 1),
+                 "report": time_reports()}
+        if size == 1_000_000:
+            entry["export_1m"] = time_export(DAYS)
+        results["sizes"][str(size)] = entry
+        print(json.dumps({size: entry}, indent=2), flush=True)
+    OUT.write_text(json.dumps(results, indent=2))
+    print(f"written {OUT}")
+
+
+if __name__ == "__main__":
+    main()

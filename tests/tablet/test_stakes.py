@@ -1,0 +1,83 @@
+"""Announcements on the table map, coverage shown live, suivi after a lost
+banco, and the shoe running low."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import card, recorded
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def deal(page, *codes):
+    for code in codes:
+        rank, suit = card(page, code)
+        rank.click()
+        suit.click()
+
+
+def seat(page, n):
+    return page.get_by_role("button", name=f"Seat {n}", exact=True)
+
+
+def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupier):
+    from tables.models import Coup
+
+    shoe, _ = ready_turn
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    coverage = page.locator("#coverage")
+    seat(page, 3).click()
+    page.get_by_role("button", name="Amount 200", exact=True).click()
+    expect(coverage).to_have_text("Bank 1,000 · covered 200 · garage 800")
+    seat(page, 5).click()
+    page.get_by_role("button", name="Banco solo").click()
+    # banco solo takes the whole bank first: seat 3 is declined
+    expect(coverage).to_have_text("Bank 1,000 · covered 1,000 · garage 0")
+    expect(page.locator("#seat-3-info")).to_have_text("200 · declined 200")
+    expect(page.locator("#seat-5-info")).to_have_text("1,000 · banco solo")
+    expect(page.locator("#selected-line")).to_contain_text("holds the punter hand")
+    deal(page, "2H", "7S", "KD", "QC", "4C")  # banker 7 beats punter 6
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+
+    # Seat 5 went banco and lost: only he may call suivi, for the whole bank.
+    seat(page, 6).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(page.locator("#alert")).to_have_text("Only seat 5 may call suivi.")
+    page.get_by_role("button", name="Remove stake").click()
+    seat(page, 5).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
+    deal(page, "9H", "2S", "KD", "3C")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)
+    stake = Coup.objects.get(seq=2).stakes.get()
+    assert (stake.seat, stake.announcement, stake.amount) == (
+        5,
+        "suivi",
+        Decimal("1950.00"),
+    )
+
+
+def test_warning_when_the_shoe_runs_low(page, live_server, signed_in, table, croupier):
+    from tables.services import banker_turn_open, session_open, shoe_open
+
+    session = session_open(table=table, user=croupier)
+    shoe = shoe_open(session=session, user=croupier, decks=1, burned=41)  # 11 left
+    banker_turn_open(session=session, user=croupier, seat=1, bank=Decimal("500"))
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    seat(page, 2).click()
+    deal(page, "2H", "7S", "KD", "QC", "4C")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    result = page.get_by_label("Last coup")
+    expect(result).to_contain_text(
+        "Only 6 cards left: no coup may begin with fewer than 7. Close the shoe."
+    )
+    expect(page.locator("#bar-left")).to_have_class("bar-item warn")
