@@ -11,7 +11,7 @@ import pytest
 from casino.models import ChangeLog
 from tables import services
 from tables.chemmy import CoupError
-from tables.errors import Conflict, Invalid
+from tables.errors import Conflict, Forbidden, Invalid
 from tables.models import BankerTurn, Coup, Finding, Shoe, Stake
 
 D = Decimal
@@ -201,10 +201,13 @@ def test_lower_case_retry_is_the_same_body(shoe, turn, croupier):
     assert not again.created
 
 
-def test_expected_seq_stops_a_fork(shoe, turn, croupier, croupier2):
-    record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)], expected_seq=1)
+def test_expected_seq_stops_a_fork(shoe, turn, croupier):
+    # two tablets at one table, both a step behind: the second must not fork
+    record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)], expected_seq=1,
+           device="tablet-a")
     with pytest.raises(Conflict) as err:
-        record(shoe, croupier2, TIE, [stake("100", seat=2)], expected_seq=1)
+        record(shoe, croupier, TIE, [stake("100", seat=2)], expected_seq=1,
+               device="tablet-b")
     assert err.value.field == "expected_seq"
     assert "moved on" in err.value.message
     assert Coup.objects.count() == 1
@@ -295,3 +298,19 @@ def test_coups_are_append_only(shoe, turn, croupier):
         Coup.objects.filter(pk=coup.pk).update(commission=D("0"))
     with pytest.raises(AppendOnlyError):
         coup.delete()
+
+
+def test_only_the_sessions_croupier_records(shoe, turn, croupier2):
+    with pytest.raises(Forbidden) as err:
+        record(shoe, croupier2, BANKER_WINS, [stake("100", seat=2)])
+    assert err.value.field == "session"
+    assert Coup.objects.count() == 0
+
+
+def test_a_replay_after_the_shoe_closed_is_still_the_same_coup(shoe, turn, croupier):
+    first = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)],
+                   idempotency_key="late")
+    services.shoe_close(shoe=shoe, user=croupier)
+    again = record(shoe, croupier, BANKER_WINS, [stake("100", seat=2)],
+                   idempotency_key="late")
+    assert (again.created, again.coup.pk) == (False, first.coup.pk)

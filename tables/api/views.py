@@ -347,13 +347,6 @@ class CoupRecordView(APIView):
                 },
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        owner = (
-            TableSession.objects.filter(shoes=pk)
-            .values_list("croupier_id", flat=True)
-            .first()
-        )
-        if owner is not None and owner != request.user.pk:
-            own_session(request, TableSession(croupier_id=owner))
         result = services.coup_record(
             shoe_id=pk,
             user=request.user,

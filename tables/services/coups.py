@@ -18,9 +18,10 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.roles import works_at
 
 from .. import chemmy
-from ..errors import Conflict, Invalid, NotFound
+from ..errors import Conflict, Forbidden, Invalid, NotFound
 from ..models import BankerTurn, Coup, Finding, Shoe, Stake, TableauVersion
 from ..rollups import rollup_apply
 from .floor import gaming_day_for, next_seat
@@ -51,6 +52,13 @@ def tableau_for(version: str) -> chemmy.Tableau:
     return row.as_engine()
 
 
+@lru_cache(maxsize=64)
+def tableau_by_id(tableau_id: int) -> chemmy.Tableau:
+    """Tableau rows are append-only, so a parsed one is good forever (tests
+    clear this cache: a rolled-back SQLite id can come back)."""
+    return TableauVersion.objects.get(pk=tableau_id).as_engine()
+
+
 def _digest(punter, banker, stakes, declared_bank) -> str:
     body = {
         "punter": list(punter),
@@ -67,7 +75,7 @@ def _digest(punter, banker, stakes, declared_bank) -> str:
 def _replay(key: str, digest: str, shoe_id: int) -> Coup | None:
     """A retry of an acknowledged coup returns it; the key on another body is
     a conflict, never a second coup."""
-    existing = Coup.objects.filter(idempotency_key=key).first()
+    existing = Coup.objects.filter(idempotency_key=key).order_by().first()
     if existing is None:
         return None
     if existing.request_digest != digest or existing.shoe_id != shoe_id:
@@ -116,8 +124,10 @@ def coup_record(
     punter_cards = chemmy.parse_hand(punter, field="punter")
     banker_cards = chemmy.parse_hand(banker, field="banker")
     digest = _digest(punter_cards, banker_cards, stakes, declared_bank)
-    # A replayed key is looked up under the shoe lock (in _record_locked): a
-    # retry racing its original waits for it there and then finds it.
+    # The happy path never looks the key up: the unique index on it refuses a
+    # second coup, and only then (or when the table refuses the coup: closed
+    # shoe, the shoe moved on...) is the key checked for a replay. A retry
+    # racing its original waits on the shoe lock and then hits the index.
     try:
         with transaction.atomic():
             return _record_locked(
@@ -132,8 +142,9 @@ def coup_record(
                 digest=digest,
                 expected_seq=expected_seq,
             )
-    except IntegrityError:
-        # The same key landed on another shoe between our check and our insert.
+    except (IntegrityError, Conflict):
+        # A replay of an acknowledged coup is answered with that coup even
+        # when the table has moved on since (shoe closed, turn over).
         if idempotency_key:
             replay = _replay(idempotency_key, digest, shoe_id)
             if replay is not None:
@@ -153,11 +164,12 @@ def _lock_shoe(shoe_id: int) -> Shoe:
     try:
         return (
             Shoe.objects.select_for_update(of=("self",))
-            .select_related("session__table__rules__tableau")
+            .select_related("session__table__rules")
             .get(pk=shoe_id)
         )
     except Shoe.DoesNotExist:
         raise NotFound("shoe", f"no shoe with id {shoe_id}") from None
+
 
 
 def _record_locked(
@@ -174,12 +186,13 @@ def _record_locked(
     expected_seq,
 ) -> RecordResult:
     shoe = _lock_shoe(shoe_id)
-    if key:
-        # Re-check under the lock: a retry racing its original waits here.
-        replay = _replay(key, digest, shoe_id)
-        if replay is not None:
-            return RecordResult(replay, False)
     session = shoe.session
+    if not works_at(user, session):
+        raise Forbidden(
+            "session",
+            "you are not the croupier of this session: a pit boss hands it "
+            "over, or take it over as the relief",
+        )
     if not shoe.is_open or not session.is_open:
         raise Conflict("shoe", "this shoe is closed")
     if expected_seq is not None and expected_seq != shoe.next_seq:
@@ -188,18 +201,20 @@ def _record_locked(
             f"the shoe moved on: the next coup is number {shoe.next_seq}",
         )
     turn = (
-        BankerTurn.objects.select_for_update()
+        BankerTurn.objects.select_for_update(of=("self",))
         .filter(session_id=session.pk, closed_at__isnull=True)
+        .order_by()  # Meta.ordering would join the session for nothing
         .first()
     )
     if turn is None:
         raise Conflict("turn", "no open banker turn: open one before dealing")
-    table, rules = session.table, session.table.rules
+    table = session.table
+    rules = table.rules
     cards = punter + banker
     if shoe.cards_left < len(cards):
         raise Conflict("shoe", f"only {shoe.cards_left} cards are left in this shoe")
 
-    tableau = tableau_for(rules.tableau.version)
+    tableau = tableau_by_id(rules.tableau_id)
     verdict = chemmy.evaluate(punter, banker, tableau=tableau)
     coverage = chemmy.cover_stakes(
         stakes,
