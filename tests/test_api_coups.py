@@ -267,3 +267,28 @@ def test_schema_documents_the_coup_endpoint(as_user, auditor):
     op = schema["paths"]["/api/v1/shoes/{id}/coups/"]["post"]
     assert {"201", "200", "400", "409"} <= set(op["responses"])
     assert any(p["name"] == "Idempotency-Key" for p in op["parameters"])
+
+
+def test_fast_payload_equals_the_serializer(as_user, croupier, coups_url):
+    from tables.api.serializers import CoupSerializer, coup_payload
+    from tables.api.views import coups_queryset
+
+    r = post(
+        as_user(croupier),
+        coups_url,
+        coup_body(
+            punter=["2H", "2D", "6C"],
+            banker=["3S", "2C"],
+            declared_bank="999.00",
+            stakes=[
+                {"seat": 2, "amount": "300"},
+                {"standing": "Mme R.", "amount": "50"},
+            ],
+        ),
+    )
+    assert r.status_code == 201
+    coup = coups_queryset().get(pk=r.json()["id"])
+    assert coup.finding_count == 2
+    expected = json.loads(json.dumps(CoupSerializer(coup).data))
+    assert json.loads(json.dumps(coup_payload(coup))) == expected
+    assert r.json() == expected

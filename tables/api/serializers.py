@@ -319,3 +319,77 @@ class VerdictSerializer(serializers.Serializer):
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     code = serializers.CharField(required=False)
+
+
+_WHEN = serializers.DateTimeField()
+_DAY = serializers.DateField()
+
+
+def _money(value) -> str | None:
+    return None if value is None else f"{value:.2f}"
+
+
+def coup_payload(coup: Coup) -> dict:
+    """CoupSerializer(coup).data, built by hand for the recording hot path (DRF
+    field machinery costs more than the coup itself). A test keeps the two equal;
+    the schema is CoupSerializer's."""
+    return {
+        "id": coup.pk,
+        "table": coup.shoe.session.table_id,
+        "session": coup.shoe.session_id,
+        "shoe": coup.shoe_id,
+        "turn": coup.turn_id,
+        "seq": coup.seq,
+        "revision": coup.revision,
+        "gaming_day": _DAY.to_representation(coup.gaming_day),
+        "created_at": _WHEN.to_representation(coup.created_at),
+        "entered_by": str(coup.entered_by),
+        "device": coup.device,
+        "punter_cards": list(coup.punter_cards),
+        "banker_cards": list(coup.banker_cards),
+        "punter_total": coup.punter_total,
+        "banker_total": coup.banker_total,
+        "outcome": coup.outcome,
+        "natural": coup.natural,
+        "punter_choice": coup.punter_choice,
+        "banker_choice": coup.banker_choice,
+        "banker_seat": coup.banker_seat,
+        "punter_seat": coup.punter_seat,
+        "punter_standing": coup.punter_standing,
+        "declared_bank": _money(coup.declared_bank),
+        "bank_before": _money(coup.bank_before),
+        "covered": _money(coup.covered),
+        "garage": _money(coup.garage),
+        "commission": _money(coup.commission),
+        "bank_after": _money(coup.bank_after),
+        "next_banker_seat": coup.next_banker_seat,
+        "cards_left_before": coup.cards_left_before,
+        "cards_left": coup.cards_left_before
+        - len(coup.punter_cards)
+        - len(coup.banker_cards),
+        "tableau_version": coup.tableau_version,
+        "stakes": [
+            {
+                "position": st.position,
+                "seat": st.seat,
+                "standing": st.standing,
+                "announcement": st.announcement,
+                "amount": _money(st.amount),
+                "covered": _money(st.covered),
+                "declined": _money(st.declined),
+                "payout": _money(st.payout),
+            }
+            for st in coup.stakes.all()
+        ],
+        "findings": [
+            {
+                "code": f.code,
+                "severity": f.severity,
+                "side": f.side,
+                "detail": f.detail,
+                "message": f.message,
+                "tableau_version": f.tableau_version,
+            }
+            for f in coup.findings.all()
+        ],
+    }

@@ -362,7 +362,7 @@ class CoupRecordView(APIView):
         if not result.created:  # a replay: read it back with its relations
             coup = coups_queryset().get(pk=coup.pk)
         return Response(
-            s.CoupSerializer(coup).data,
+            s.coup_payload(coup),
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 
