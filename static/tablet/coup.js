@@ -738,6 +738,7 @@
 
   async function flush() {
     if (flushing || paused) return;
+    if (navigator.onLine === false) return render(); // the "online" event resumes
     flushing = true;
     try {
       for (;;) {

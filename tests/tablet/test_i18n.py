@@ -12,6 +12,8 @@ from playwright.sync_api import expect
 
 from tables.tablet.state import js_strings
 
+from .conftest import TRANSACTIONAL
+
 PO = Path(__file__).resolve().parents[2] / "locale" / "fr" / "LC_MESSAGES" / "django.po"
 # The same word in both languages (names of things, card codes, placeholders).
 SAME = {"{amount}", "Coup {n}", "banco solo", "suivi", "10"}
@@ -68,7 +70,7 @@ def test_language_follows_the_user_not_the_browser(client, croupier, croupier2):
 
 
 @pytest.mark.browser
-@pytest.mark.django_db(transaction=True)
+@TRANSACTIONAL
 def test_a_french_croupier_sees_french(
     page, live_server, ready_turn, croupier, screenshot
 ):

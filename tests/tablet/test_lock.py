@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import card, recorded
+from .conftest import TRANSACTIONAL, card, recorded
 
 
 def set_pin(user, pin):
@@ -28,7 +28,7 @@ def enter(page, seat, amount, codes):
 
 
 @pytest.mark.browser
-@pytest.mark.django_db(transaction=True)
+@TRANSACTIONAL
 def test_relief_croupier_takes_over_with_his_pin(
     page, live_server, signed_in, ready_turn, croupier, croupier2, screenshot
 ):

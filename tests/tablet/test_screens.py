@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LANDSCAPE, PORTRAIT, card, recorded, sign_in_cookie
+from .conftest import LANDSCAPE, PORTRAIT, TRANSACTIONAL, card, recorded, sign_in_cookie
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, TRANSACTIONAL]
 
 CONTROLS = (
     "button:not([hidden] *), a.btn, input:not([type=hidden]), select, "
@@ -33,42 +33,42 @@ SMALL = """
 }
 """
 UNNAMED = re.compile(
-    r"^\s*- (button|textbox|spinbutton|combobox|radio|checkbox|link)(?: \[[^\]]*\])?:?$",
+    r"^\s*- (button|textbox|spinbutton|combobox|radio|checkbox|link)"
+    r"(?: \[[^\]]*\])?:?$",
     re.M,
 )
 
 
-def check(page, name: str, size: dict, screenshot):
-    page.set_viewport_size(size)
+def check(page, name: str, screenshot):
+    """Both tablet sizes of the screen as it stands, then back to landscape."""
     page.wait_for_load_state("networkidle")
-    orientation = "landscape" if size == LANDSCAPE else "portrait"
-    screenshot(f"tablet-{name}-{orientation}")
-    found = page.evaluate(SMALL, CONTROLS)
-    assert found["checked"] >= 2, name
-    assert not found["small"], (name, orientation, found["small"])
+    for orientation, size in (("portrait", PORTRAIT), ("landscape", LANDSCAPE)):
+        page.set_viewport_size(size)
+        screenshot(f"tablet-{name}-{orientation}")
+        found = page.evaluate(SMALL, CONTROLS)
+        assert found["checked"] >= 2, name
+        assert not found["small"], (name, orientation, found["small"])
     snapshot = page.locator("body").aria_snapshot()
     assert not UNNAMED.findall(snapshot), (name, snapshot)
 
 
-@pytest.mark.parametrize("size", [LANDSCAPE, PORTRAIT], ids=["landscape", "portrait"])
-def test_main_screens(page, live_server, croupier, table, screenshot, size):
+def test_main_screens(page, live_server, croupier, table, screenshot):
     from tables import services
     from tables.tablet.models import profile_for
 
     profile = profile_for(croupier)
     profile.set_pin("2468")
     profile.save()
-    page.set_viewport_size(size)
     page.goto(live_server.url + "/accounts/login/?next=/tablet/")
-    check(page, "login", size, screenshot)
+    check(page, "login", screenshot)
     sign_in_cookie(page, live_server, croupier)
     page.goto(live_server.url + "/tablet/")
-    check(page, "tables", size, screenshot)
+    check(page, "tables", screenshot)
 
     session = services.session_open(table=table, user=croupier)
     page.goto(f"{live_server.url}/tablet/sessions/{session.pk}/")
     expect(page.get_by_role("heading", name="Open a shoe")).to_be_visible()
-    check(page, "shoe", size, screenshot)
+    check(page, "shoe", screenshot)
 
     shoe = services.shoe_open(session=session, user=croupier, burned=5)
     turn = services.banker_turn_open(
@@ -81,7 +81,7 @@ def test_main_screens(page, live_server, croupier, table, screenshot, size):
     services.banker_turn_pass(turn=turn, user=croupier)
     page.goto(f"{live_server.url}/tablet/sessions/{session.pk}/")
     expect(page.get_by_role("heading", name="Open a bank")).to_be_visible()
-    check(page, "bank-passed", size, screenshot)
+    check(page, "bank-passed", screenshot)
     page.get_by_role("button", name="Seat 2 takes the bank of 585.00").click()
 
     expect(page.get_by_role("button", name="Save coup")).to_be_visible()
@@ -93,21 +93,21 @@ def test_main_screens(page, live_server, croupier, table, screenshot, size):
         rank, suit = card(page, code)
         rank.click()
         suit.click()
-    check(page, "coup-entry", size, screenshot)
+    check(page, "coup-entry", screenshot)
     for code in ("2C", "AS"):
         rank, suit = card(page, code)
         rank.click()
         suit.click()
     page.get_by_role("button", name="Save coup").click()
     recorded(page, 2)
-    check(page, "coup-result", size, screenshot)
+    check(page, "coup-result", screenshot)
 
     page.get_by_role("button", name="Lock").click()
     expect(page.get_by_role("heading", name="Tablet locked")).to_be_visible()
-    check(page, "locked", size, screenshot)
+    check(page, "locked", screenshot)
     page.get_by_label("Your user name").fill("croupier1")
     page.get_by_label("PIN").fill("2468")
     page.get_by_role("button", name="Unlock").click()
     expect(page.get_by_role("button", name="Save coup")).to_be_visible()
     page.goto(live_server.url + "/tablet/preferences/")
-    check(page, "settings", size, screenshot)
+    check(page, "settings", screenshot)

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import card, recorded
+from .conftest import TRANSACTIONAL, card, recorded
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, TRANSACTIONAL]
 
 
 def deal(page, *codes):
