@@ -15,8 +15,14 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # Django's live_server runs in a thread beside Playwright's sync loop.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -47,8 +53,11 @@ def _service_markers(request):
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """Debian's Chromium, never a downloaded browser (RECIPES.md)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM,
-            "args": CHROMIUM_ARGS}
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": CHROMIUM_ARGS,
+    }
 
 
 @pytest.fixture
@@ -80,6 +89,35 @@ def _clear_cache():
     tableau_by_id.cache_clear()
     tableau_for.cache_clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _migration_rows(request):
+    """Put back what the data migrations wrote (roles, the two tableaux): a
+    transactional test's flush empties every table, and the browser tests are
+    transactional (serialized_rollback cannot help: it would UPDATE the
+    append-only tableau rows, which PostgreSQL refuses)."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return
+    transactional = marker.kwargs.get("transaction") or (marker.args and marker.args[0])
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    import importlib
+
+    from django.contrib.auth.models import Group
+
+    from casino.roles import ROLES
+    from tables.models import TableauVersion
+
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+    seeds = importlib.import_module("tables.migrations.0002_seed_tableaux")
+    for version, rows in (
+        ("chemmy-standard-1", seeds.CHEMMY),
+        ("punto-banco-1", seeds.PUNTO_BANCO),
+    ):
+        if not TableauVersion.objects.filter(version=version).exists():
+            TableauVersion.objects.create(version=version, rows=rows)
 
 
 def make_user(username: str, role: str | None, **extra):

@@ -20,37 +20,6 @@ PORTRAIT = {"width": 800, "height": 1280}
 
 
 @pytest.fixture(autouse=True)
-def _migration_rows(request):
-    """Put back what the data migrations wrote (roles, the two tableaux): a
-    transactional test's flush empties every table, and the browser tests are
-    transactional (serialized_rollback cannot help: it would UPDATE the
-    append-only tableau rows, which PostgreSQL refuses)."""
-    marker = request.node.get_closest_marker("django_db")
-    if marker is None:
-        return
-    transactional = marker.kwargs.get("transaction") or (
-        marker.args and marker.args[0]
-    )
-    request.getfixturevalue("transactional_db" if transactional else "db")
-    import importlib
-
-    from django.contrib.auth.models import Group
-
-    from casino.roles import ROLES
-    from tables.models import TableauVersion
-
-    for name in ROLES:
-        Group.objects.get_or_create(name=name)
-    seeds = importlib.import_module("tables.migrations.0002_seed_tableaux")
-    for version, rows in (
-        ("chemmy-standard-1", seeds.CHEMMY),
-        ("punto-banco-1", seeds.PUNTO_BANCO),
-    ):
-        if not TableauVersion.objects.filter(version=version).exists():
-            TableauVersion.objects.create(version=version, rows=rows)
-
-
-@pytest.fixture(autouse=True)
 def _quiet_page_before_flush(request):
     """A page left running keeps asking the server (state refresh, htmx
     strip, queue retries); a request still being answered while the test
