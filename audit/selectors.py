@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 
 from casino.models import ChangeLog
 from tables.chemmy import punter_action
@@ -69,6 +79,41 @@ def floor_tables() -> list[dict]:
             "warning": flags.get(s.pk, {}).get("warning", 0),
         })
     return out
+
+
+def closing_work(days: int = 14) -> list[dict]:
+    """Closed sessions of the last days whose box is not counted, or whose
+    latest count is not attested yet (the pit boss's and manager's to-do)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .models import CagnotteCount
+
+    since = timezone.localdate() - timedelta(days=days)
+    sessions = (TableSession.objects.filter(closed_at__isnull=False,
+                                            gaming_day__gte=since)
+                .select_related("table").order_by("-closed_at"))
+    latest: dict[int, CagnotteCount] = {}
+    for c in (CagnotteCount.objects.filter(session__in=sessions)
+              .select_related("attestation").order_by("counted_at", "pk")):
+        latest[c.session_id] = c
+    out = []
+    for s in sessions:
+        count = latest.get(s.pk)
+        if count is not None and hasattr(count, "attestation"):
+            continue
+        out.append({"session": s, "count": count,
+                    "todo": "count" if count is None else "attest"})
+    return out
+
+
+def idle_tables() -> list:
+    from tables.models import Table
+
+    open_ = TableSession.objects.filter(table=OuterRef("pk"), closed_at__isnull=True)
+    return list(Table.objects.filter(active=True).exclude(Exists(open_))
+                .order_by("name"))
 
 
 @dataclass(frozen=True)

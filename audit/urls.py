@@ -10,6 +10,7 @@ urlpatterns = [
     path("", floor.floor, name="index"),
     path("tables/", floor.floor_tables, name="tables"),
     path("queue/", floor.queue, name="queue"),
+    path("tables/<id:pk>/open/", floor.session_open, name="session-open"),
     path("flags/<id:pk>/", review.flag_page, name="flag"),
     path("flags/<id:pk>/confirm/", review.flag_confirm, name="flag-confirm"),
     path("flags/<id:pk>/dismiss/", review.flag_dismiss, name="flag-dismiss"),

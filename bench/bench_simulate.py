@@ -5,10 +5,12 @@ coups/s.
 Run from the project root:  .venv/bin/python bench/bench_simulate.py
     [--tables T] [--shoes S] [--seed N] [--repeat R]
 
-Each repeat simulates T tables x S shoes on new tables (about 70 coups per
-shoe, each coup its own coup_record with its checks, stakes, findings and
-change-log row). The best repeat and the median are printed, and written to
-var/bench/simulate.json with the query count per coup.
+Each repeat simulates T tables x S shoes on new tables (about 60 coups per
+shoe; each shoe is one shoe_play call, which checks every coup and turn event
+as coup_record and the turn services do and writes every coup's stakes,
+findings and change-log row). The best repeat and the median are printed,
+with the load average, and written to var/bench/simulate.json with the query
+count per coup.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
 
     url = _benchdb.configure()
-    before = _benchdb.machine()  # what else was running when we started
+    machine_before = _benchdb.machine()  # what else was running when we started
     print(f"database: {url} (dropped and re-created)")
     _benchdb.recreate_database(url)
 
@@ -98,6 +100,12 @@ def main() -> None:
         f"queries per coup (a whole shoe, incl. its shoe and turn services): "
         f"{queries_per_coup:.2f}"
     )
+    after = _benchdb.machine()
+    print(
+        f"load average (1 min) {machine_before['loadavg_1m']} before, "
+        f"{after['loadavg_1m']} after, on {after['cpus']} CPUs; CPU pressure "
+        f"{after['cpu_pressure_avg60_pct']} % (avg60)"
+    )
     result = {
         "benchmark": "simulate",
         "target_coups_per_s": TARGET,
@@ -109,8 +117,8 @@ def main() -> None:
         "meets_target": median >= TARGET,
         "runs": runs,
         "queries_per_coup": round(queries_per_coup, 2),
-        "machine_before": before,
-        "machine_after": _benchdb.machine(),
+        "machine_before": machine_before,
+        "machine_after": after,
         "postgres": _benchdb.pg_settings(),
     }
     out = _benchdb.OUT_DIR / "simulate.json"

@@ -107,7 +107,9 @@ def main() -> None:
     def next_coup(k: int):
         if len(state["cards"]) < 7:
             client.post(f"/api/v1/shoes/{state['shoe']}/close/")
-            r = client.post(f"/api/v1/sessions/{session.pk}/shoes/", {"burned": 3})
+            r = client.post(
+                f"/api/v1/sessions/{session.pk}/shoes/", {"burned": 3}, format="json"
+            )
             state["shoe"] = r.json()["id"]
             state["cards"] = [c for c in ALL_CODES for _ in range(6)][:-3]
             rng.shuffle(state["cards"])

@@ -82,6 +82,7 @@ ROUTES: dict[str, dict[str, str]] = {
     # the pit boss's floor (issue 4): pages
     "floor:index": {"GET": "floor.view"},
     "floor:tables": {"GET": "floor.view"},
+    "floor:session-open": {"POST": "session.open"},
     "floor:queue": {"GET": "flag.read"},
     "floor:flag": {"GET": "flag.read"},
     "floor:flag-confirm": {"POST": "flag.review"},

@@ -80,7 +80,7 @@ def _roles(sender, instance, action, reverse, pk_set, **kwargs):
         return
     verb = {"post_add": "roles_added", "post_remove": "roles_removed",
             "pre_clear": "roles_removed"}[action]
-    User = get_user_model()
+    user_model = get_user_model()
     if not reverse:  # user.groups.add(...)
         if action == "pre_clear":
             pk_set = set(instance.groups.values_list("pk", flat=True))
@@ -92,13 +92,13 @@ def _roles(sender, instance, action, reverse, pk_set, **kwargs):
     # group.user_set.add(...): one row per user concerned
     if action == "pre_clear":
         pk_set = set(instance.user_set.values_list("pk", flat=True))
-    for user in User.objects.filter(pk__in=pk_set or ()):
+    for user in user_model.objects.filter(pk__in=pk_set or ()):
         _log(action=f"auth.user.{verb}", obj=user, new={"roles": [instance.name]})
 
 
 def connect() -> None:
-    User = get_user_model()
-    pre_save.connect(_before, sender=User, dispatch_uid="casino_user_before")
-    post_save.connect(_after, sender=User, dispatch_uid="casino_user_after")
-    m2m_changed.connect(_roles, sender=User.groups.through,
+    user_model = get_user_model()
+    pre_save.connect(_before, sender=user_model, dispatch_uid="casino_user_before")
+    post_save.connect(_after, sender=user_model, dispatch_uid="casino_user_after")
+    m2m_changed.connect(_roles, sender=user_model.groups.through,
                         dispatch_uid="casino_user_roles")

@@ -46,8 +46,8 @@ def exception_handler(exc, context):
         # Idempotency-Key; say so instead of a bare 500.
         return Response(
             {
-                "detail": "the database is unavailable; retry the same request "
-                "(same Idempotency-Key) in a moment",
+                "detail": "the database is unavailable or busy; retry the same "
+                "request (same Idempotency-Key) in a moment",
                 "code": "unavailable",
             },
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -145,7 +145,8 @@ ERROR_DESCRIPTIONS = {
 
 def reads_through_null(field) -> bool:
     """Does this serializer field's source cross a nullable model field?"""
-    model = getattr(getattr(field.parent, "Meta", None), "model", None)
+    parent = getattr(field, "parent", None)  # unbound fields have none
+    model = getattr(getattr(parent, "Meta", None), "model", None)
     source = getattr(field, "source", None)
     if model is None or not source or source == "*":
         return False

@@ -215,6 +215,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "FlagKindEnum": "audit.models.Flag.Kind",
         "FlagStatusEnum": "audit.models.Flag.Status",
+        "ReportKindEnum": "audit.reports.models.ReportJob.Kind",
+        "ReportStatusEnum": "audit.reports.models.Status",
     },
 }
 

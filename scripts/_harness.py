@@ -93,10 +93,10 @@ def tablet_users(n: int, prefix: str) -> list[tuple[int, str]]:
     return tokens
 
 
-def open_table(name: str, croupier: int) -> tuple[int, int, int]:
+def open_table(name: str, croupier: int, burned: int = 5) -> tuple[int, int, int]:
     """A table with an open session run by `croupier` (a user id), a shoe
-    (6 decks, 5 burned) and a banker turn (seat 1, bank 100.00). Returns
-    (table, session, shoe) ids."""
+    (6 decks, `burned` cards burned) and a banker turn (seat 1, bank 100.00).
+    Returns (table, session, shoe) ids."""
     from django.contrib.auth import get_user_model
 
     from tables import services
@@ -111,7 +111,9 @@ def open_table(name: str, croupier: int) -> tuple[int, int, int]:
         croupier=get_user_model().objects.get(pk=croupier),
         device="reliability",
     )
-    shoe = services.shoe_open(session=session, user=user, burned=5, device="setup")
+    shoe = services.shoe_open(
+        session=session, user=user, burned=burned, device="setup"
+    )
     services.banker_turn_open(
         session=session, user=user, seat=1, bank=Decimal("100.00"), device="setup"
     )

@@ -114,7 +114,9 @@ def restart_scenario(args, port, users, cluster, events) -> dict:
     """Tablets record; the cluster is restarted cleanly, then crashed."""
     n = args.tablets
     shared_n = max(2, n // 2)
-    shared = _tablets.TableState(*_harness.open_table("Fault shared", users[0][0]))
+    # A short first shoe: replaced mid-run, while the database comes and goes.
+    shared = _harness.open_table("Fault shared", users[0][0], burned=240)
+    shared = _tablets.TableState(*shared)
     tables = [shared] * shared_n
     tokens = [users[0][1]] * shared_n
     for i in range(shared_n, n):
@@ -186,6 +188,7 @@ def restart_scenario(args, port, users, cluster, events) -> dict:
         ),
         "timeouts": sum(t.timeouts for t in tallies),
         "retries_found_coup_committed": sum(t.timeouts_committed for t in tallies),
+        "shoes_replaced": sum({id(t): t.shoes_opened for t in tables}.values()),
         "replays_ok": f"{sum(t.replays_ok for t in tallies)}"
         f"/{sum(t.replays_asked for t in tallies)}",
     }
@@ -373,7 +376,8 @@ def report(args, events, restart, racing, result) -> None:
         f"{restart['transport_errors_retried']} transport errors and "
         f"{restart['error_answers_retried']} 5xx/429 answers retried with the "
         f"same key; {restart['retries_found_coup_committed']} retries found "
-        f"their coup already committed; replays {restart['replays_ok']}"
+        f"their coup already committed; replays {restart['replays_ok']}; "
+        f"{restart['shoes_replaced']} full shoes replaced"
     )
     for e in restart["errors"][:10]:
         print("  !", e)

@@ -2,8 +2,9 @@
 
 `rollup_apply(coup, codes, sign=+1)` adds a coup revision to its cell;
 a correction applies the old revision with sign=-1 and the new with +1, in
-the same transaction. `rollup_rebuild` recomputes cells from the current
-revisions (for the proof test and for repairs).
+the same transaction; `rollup_apply_many` adds a whole shoe's new coups at
+once. `rollup_rebuild` recomputes cells from the current revisions (for the
+proof test and for repairs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,42 @@ from .models import Coup, DailyRollup, Finding
 OUTCOME_FIELD = {"banker": "banker_wins", "punter": "punter_wins", "tie": "ties"}
 
 
+class _Delta:
+    """What some coup revisions add to (or take from) one cell."""
+
+    __slots__ = ("coups", "outcomes", "covered", "covered_sq", "commission", "codes")
+
+    def __init__(self) -> None:
+        self.coups = 0
+        self.outcomes = dict.fromkeys(OUTCOME_FIELD.values(), 0)
+        self.covered = Decimal("0")
+        self.covered_sq = Decimal("0")
+        self.commission = Decimal("0")
+        self.codes: list[tuple[str, int]] = []
+
+    def add(self, coup: Coup, codes: Iterable[str], sign: int = 1) -> None:
+        self.coups += sign
+        self.outcomes[OUTCOME_FIELD[coup.outcome]] += sign
+        self.covered += sign * coup.covered
+        self.covered_sq += sign * coup.covered * coup.covered
+        self.commission += sign * coup.commission
+        self.codes.extend((code, sign) for code in codes)
+
+    def apply(self, cell: DailyRollup) -> None:
+        cell.coups += self.coups
+        for field, n in self.outcomes.items():
+            setattr(cell, field, getattr(cell, field) + n)
+        cell.covered += self.covered
+        cell.covered_sq += self.covered_sq
+        cell.commission += self.commission
+        findings = dict(cell.findings)
+        for code, sign in self.codes:
+            findings[code] = findings.get(code, 0) + sign
+            if findings[code] == 0:
+                del findings[code]
+        cell.findings = findings
+
+
 def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int = 1):
     """Add (sign=+1) or remove (sign=-1) one coup revision from its cell.
     The cell row is locked, so concurrent writers never lose a count."""
@@ -27,34 +64,91 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
         "croupier_id": coup.entered_by_id,
         "banker_seat": coup.banker_seat,
     }
-    codes = list(codes)
-    field = OUTCOME_FIELD[coup.outcome]
-    if not codes:
+    delta = _Delta()
+    delta.add(coup, codes, sign)
+    if not delta.codes:
         # The common case, in one statement: no JSON to merge.
+        field = OUTCOME_FIELD[coup.outcome]
         updated = DailyRollup.objects.filter(**key).update(
             coups=F("coups") + sign,
             **{field: F(field) + sign},
-            covered=F("covered") + sign * coup.covered,
-            covered_sq=F("covered_sq") + sign * coup.covered * coup.covered,
-            commission=F("commission") + sign * coup.commission,
+            covered=F("covered") + delta.covered,
+            covered_sq=F("covered_sq") + delta.covered_sq,
+            commission=F("commission") + delta.commission,
         )
         if updated:
             return
     cell = DailyRollup.objects.select_for_update().filter(**key).first()
     if cell is None:
         cell = DailyRollup(**key, findings={})
-    cell.coups += sign
-    setattr(cell, field, getattr(cell, field) + sign)
-    cell.covered += sign * coup.covered
-    cell.covered_sq += sign * coup.covered * coup.covered
-    cell.commission += sign * coup.commission
-    findings = dict(cell.findings)
-    for code in codes:
-        findings[code] = findings.get(code, 0) + sign
-        if findings[code] == 0:
-            del findings[code]
-    cell.findings = findings
+    delta.apply(cell)
     cell.save()
+
+
+ROLLUP_SUMS = [
+    "coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission",
+    "findings",
+]
+
+
+def rollup_apply_many(coups: Iterable[tuple[Coup, Iterable[str]]], *, table_id: int):
+    """Add many new coups (with their finding codes) to their cells: summed
+    per cell first, then one locking read and one write for the cells that
+    exist, one insert for those that do not, however many coups and cells
+    (a whole shoe recorded by shoe_play)."""
+    deltas: dict[tuple, _Delta] = {}
+    for coup, codes in coups:
+        key = (coup.gaming_day, coup.entered_by_id, coup.banker_seat)
+        delta = deltas.get(key)
+        if delta is None:
+            delta = deltas[key] = _Delta()
+        delta.add(coup, codes)
+    if not deltas:
+        return
+    # A table-day holds a few cells: read (and lock) the few that might be
+    # ours with IN lists, cheaper to build than one condition per cell.
+    days, croupiers, seats = (set(k[i] for k in deltas) for i in range(3))
+    cells = {
+        (c.gaming_day, c.croupier_id, c.banker_seat): c
+        for c in DailyRollup.objects.select_for_update()
+        .filter(
+            table_id=table_id,
+            gaming_day__in=days,
+            croupier_id__in=croupiers,
+            banker_seat__in=seats,
+        )
+        .order_by()
+    }
+    changed, created = [], []
+    for key, delta in deltas.items():
+        cell = cells.get(key)
+        if cell is None:
+            day, croupier_id, seat = key
+            cell = DailyRollup(
+                table_id=table_id,
+                gaming_day=day,
+                croupier_id=croupier_id,
+                banker_seat=seat,
+                covered_sq=Decimal("0"),
+                findings={},
+            )
+            created.append(cell)
+        else:
+            changed.append(cell)
+        delta.apply(cell)
+    if changed:
+        # Their rows are locked and the new sums computed: one upsert writes
+        # them all (cheaper to build than bulk_update's CASE per column).
+        DailyRollup.objects.bulk_create(
+            changed,
+            update_conflicts=True,
+            unique_fields=["table", "gaming_day", "croupier", "banker_seat"],
+            update_fields=ROLLUP_SUMS,
+        )
+    if created:
+        # A plain insert: a cell someone else created meanwhile is an
+        # IntegrityError, never a count overwritten.
+        DailyRollup.objects.bulk_create(created)
 
 
 def current_coups():

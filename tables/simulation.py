@@ -1,6 +1,8 @@
 """A simulated casino night: real shuffled shoes played by the rules, recorded
-through the same services as the API (so a simulated coup is audited exactly
-like a croupier's). Used by `manage.py simulate` and the demo data.
+through the same checks and ledger code as the API (so a simulated coup is
+audited exactly like a croupier's): each shoe is one shoe_play call, which
+runs coup_record's and the turn services' checks event by event. Used by
+`manage.py simulate` and the demo data.
 """
 
 from __future__ import annotations
@@ -60,7 +62,17 @@ def deal_coup(
     return p, b
 
 
-def _stakes(rng: random.Random, table: Table, turn: BankerTurn) -> list:
+@dataclass
+class _Bank:
+    """The simulator's own view of the banker turn: who holds the bank, and
+    how much (it decides stakes, passes and fresh banks from it; shoe_play
+    checks and settles everything again)."""
+
+    seat: int
+    bank: Decimal
+
+
+def _stakes(rng: random.Random, table: Table, turn: _Bank) -> list:
     unit = table.rules.minimum_banco / 10
     others = [s for s in range(1, table.seats + 1) if s != turn.seat]
     if rng.random() < 0.08:  # someone goes banco
@@ -80,6 +92,32 @@ def _new_bank(rng: random.Random, table: Table) -> Decimal:
     return table.rules.minimum_banco * rng.choice((1, 1, 2, 3, 5))
 
 
+def _settle(table: Table, tableau, turn: _Bank, punter, banker, stakes):
+    """The coup's settlement by the pure engine, to play on from."""
+    rules = table.rules
+    verdict = chemmy.evaluate(punter, banker, tableau=tableau)
+    coverage = chemmy.cover_stakes(
+        [
+            chemmy.StakeIn(
+                amount=s.amount,
+                seat=s.seat,
+                announcement=chemmy.Announcement(s.announcement),
+            )
+            for s in stakes
+        ],
+        bank=turn.bank,
+        banker_seat=turn.seat,
+        seats=table.seats,
+        minimum_banco=rules.minimum_banco,
+    )
+    return chemmy.settle(
+        verdict.outcome,
+        coverage,
+        commission_rate=rules.commission_rate,
+        commission_unit=rules.commission_unit,
+    )
+
+
 def simulate_shoe(
     *,
     session: TableSession,
@@ -89,9 +127,9 @@ def simulate_shoe(
     report: SimulationReport,
     device: str = "simulate",
 ) -> None:
-    """Open a shoe, deal it down to the cut card, close it. One transaction per
-    shoe keeps a whole night's simulation fast; each coup still goes through
-    coup_record with its own checks and log row."""
+    """Open a shoe, deal it down to the cut card, close it. The whole shoe's
+    coups, passes and new banks are recorded by one shoe_play call, with the
+    same checks and log rows as coup_record and the turn services."""
     table = session.table
     tableau = chemmy.Tableau.from_dict(
         {"version": table.rules.tableau.version, "rows": table.rules.tableau.rows}
@@ -105,58 +143,74 @@ def simulate_shoe(
         shoe = services.shoe_open(
             session=session, user=user, burned=burned, device=device
         )
-        turn = session.turns.filter(closed_at__isnull=True).first()
-        if turn is None:
-            last = session.turns.order_by("-number").first()
-            seat = services.next_seat(last.seat, table.seats) if last else 1
-            turn = services.banker_turn_open(
-                session=session,
-                user=user,
-                seat=seat,
-                bank=_new_bank(rng, table),
-                device=device,
-            )
-        while len(cards) >= 7:
-            punter, banker = deal_coup(rng, cards, tableau, false_draw_rate, report)
-            result = services.coup_record(
-                shoe_id=shoe.pk,
-                user=user,
-                device=device,
-                punter=punter,
-                banker=banker,
-                stakes=_stakes(rng, table, turn),
-            )
-            coup = result.coup
+        last = session.turns.order_by("-number").first()
+        events = shoe_events(
+            rng=rng,
+            table=table,
+            tableau=tableau,
+            cards=cards,
+            last=last,
+            false_draw_rate=false_draw_rate,
+            report=report,
+        )
+        played = services.shoe_play(
+            shoe_id=shoe.pk, user=user, events=events, device=device
+        )
+        for coup in played.coups:
             report.coups += 1
             report.findings += coup.finding_count
             report.commission += coup.commission
-            turn.bank = coup.bank_after
-            if coup.next_banker_seat is not None:  # bank lost: next seat opens
-                turn = services.banker_turn_open(
-                    session=session,
-                    user=user,
-                    seat=coup.next_banker_seat,
-                    bank=_new_bank(rng, table),
-                    device=device,
-                )
-            elif coup.outcome == "banker" and (
-                rng.random() < 0.15 or turn.bank > 16 * table.rules.minimum_banco
-            ):
-                turn = _pass_bank(rng, session, turn, user, device)
         services.shoe_close(shoe=shoe, user=user, device=device)
     report.shoes += 1
 
 
-def _pass_bank(rng, session, turn, user, device) -> BankerTurn:
+def shoe_events(
+    *,
+    rng: random.Random,
+    table: Table,
+    tableau: chemmy.Tableau,
+    cards: list[str],
+    last: BankerTurn | None,
+    false_draw_rate: float,
+    report: SimulationReport,
+) -> list[services.ShoeEvent]:
+    """Deal `cards` down to the cut card: the coups, passes and fresh banks,
+    as shoe_play takes them. `last` is the session's latest banker turn (it
+    plays on if still open)."""
+    events: list[services.ShoeEvent] = []
+    if last is not None and last.is_open:
+        turn = _Bank(last.seat, last.bank)
+    else:
+        seat = services.next_seat(last.seat, table.seats) if last else 1
+        turn = _open(events, seat, _new_bank(rng, table))
+    while len(cards) >= 7:
+        punter, banker = deal_coup(rng, cards, tableau, false_draw_rate, report)
+        stakes = _stakes(rng, table, turn)
+        events.append(services.CoupEvent(punter, banker, stakes))
+        settlement = _settle(table, tableau, turn, punter, banker, stakes)
+        turn.bank = settlement.bank_after
+        if settlement.turn_ends:  # bank lost: the next seat opens
+            seat = services.next_seat(turn.seat, table.seats)
+            turn = _open(events, seat, _new_bank(rng, table))
+        elif settlement.outcome == chemmy.Outcome.BANKER and (
+            rng.random() < 0.15 or turn.bank > 16 * table.rules.minimum_banco
+        ):
+            turn = _pass_bank(rng, table, turn, events)
+    return events
+
+
+def _open(events: list, seat: int, bank: Decimal) -> _Bank:
+    events.append(services.TurnOpen(seat=seat, bank=bank))
+    return _Bank(seat, bank)
+
+
+def _pass_bank(rng, table: Table, turn: _Bank, events: list) -> _Bank:
     """Suite: offered on at its standing amount; if nobody takes it, the next
     seat opens a fresh bank."""
-    table = session.table
-    passed = services.banker_turn_pass(turn=turn, user=user, device=device)
-    seat = services.next_seat(passed.seat, table.seats)
-    bank = passed.bank if rng.random() < 0.5 else _new_bank(rng, table)
-    return services.banker_turn_open(
-        session=session, user=user, seat=seat, bank=bank, device=device
-    )
+    events.append(services.TurnPass())
+    seat = services.next_seat(turn.seat, table.seats)
+    bank = turn.bank if rng.random() < 0.5 else _new_bank(rng, table)
+    return _open(events, seat, bank)
 
 
 def simulate(

@@ -4,23 +4,54 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from casino.access import route_page
 from casino.models import ChangeLog
+from casino.roles import has_capability
 from casino.trail import trail_verify
+from tables import services as floor_services
+from tables.api.views import device_of
+from tables.errors import ServiceError
 from tables.models import Table
 
 from .. import selectors, services, stats
-from ..forms import QueueForm, StatsForm
+from ..forms import CroupierForm, QueueForm, StatsForm
 
 
 @route_page
 def floor(request):
     services.flags_sync(wait=False)
-    return render(request, "audit/floor.html", {"rows": selectors.floor_tables()})
+    return render(request, "audit/floor.html", {
+        "rows": selectors.floor_tables(), "closing": selectors.closing_work(),
+        "idle": selectors.idle_tables(), "croupier_form": CroupierForm(),
+        "may_open": has_capability(request.user, "session.open"),
+    })
+
+
+@require_POST
+@route_page
+def session_open(request, pk: int):
+    """Open a table's session for the croupier the pit boss names."""
+    table = get_object_or_404(Table, pk=pk)
+    form = CroupierForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose the croupier who runs the table.")
+        return redirect("floor:index")
+    try:
+        session = floor_services.session_open(
+            table=table, user=request.user, croupier=form.cleaned_data["croupier"],
+            device=device_of(request))
+    except ServiceError as exc:
+        messages.error(request, f"{table.name}: {exc.message}")
+        return redirect("floor:index")
+    messages.success(request, f"{table.name} is open; "
+                     f"{form.cleaned_data['croupier']} runs it.")
+    return redirect("floor:session", session.pk)
 
 
 @route_page

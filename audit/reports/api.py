@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView, RetrieveAPIView
@@ -145,7 +146,8 @@ class CommissionView(APIView):
 
     permission_classes = [Can("report.read")]
 
-    @extend_schema(parameters=[CommissionQuerySerializer])
+    @extend_schema(parameters=[CommissionQuerySerializer],
+                   responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         q = CommissionQuerySerializer(data=request.query_params)
         q.is_valid(raise_exception=True)
@@ -162,7 +164,8 @@ class OddsView(APIView):
 
     permission_classes = [Can("report.read")]
 
-    @extend_schema(parameters=[OddsQuerySerializer])
+    @extend_schema(parameters=[OddsQuerySerializer],
+                   responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         from tables.chemmy import PUNTO_BANCO_TABLEAU
         from tables.errors import Invalid

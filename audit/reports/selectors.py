@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Sum
 
 from audit.models import CagnotteCount
@@ -153,12 +153,23 @@ def _sums(base, columns: list[str]):
 
 
 def _row(key, label: str, v, k1: Decimal, k2: Decimal) -> Row:
-    """A Row from summed numbers; money back to cents (SQLite sums doubles)."""
-    covered = Decimal(v[4] or 0).quantize(CENT)
+    """A Row from summed numbers. PostgreSQL sums NUMERIC exactly; SQLite adds
+    doubles, so there money is brought back to cents."""
+    covered, commission = v[4] or ZERO, v[5] or ZERO
+    if type(covered) is not Decimal or covered.as_tuple().exponent != -2:
+        covered = Decimal(covered).quantize(CENT)
+        commission = Decimal(commission).quantize(CENT)
     return Row(key, label, coups=v[0] or 0, banker_wins=v[1] or 0,
                punter_wins=v[2] or 0, ties=v[3] or 0, covered=covered,
-               commission=Decimal(v[5] or 0).quantize(CENT),
-               exp=Expectation(mean=k1 * covered, var=k2 * Decimal(v[6] or 0)))
+               commission=commission,
+               exp=Expectation(mean=k1 * covered, var=k2 * _dec(v[6])))
+
+
+def _dec(v) -> Decimal:
+    return v if type(v) is Decimal else Decimal(v or 0)
+
+
+ZERO = Decimal("0")
 
 
 def _labels(group_by: str, keys) -> dict:
@@ -181,6 +192,17 @@ def commission_report(
     group_by: str = "table",
     table_ids: list[int] | None = None,
 ) -> CommissionReport:
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # A year is ~200k rollup cells: let the GROUP BY hash them in
+            # memory instead of spilling batches to disk (4 MB default).
+            with connection.cursor() as cur:
+                cur.execute("SET LOCAL work_mem = '64MB'")
+        return _commission_report(from_day=from_day, to_day=to_day,
+                                  group_by=group_by, table_ids=table_ids)
+
+
+def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionReport:
     base = DailyRollup.objects.filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
     if table_ids:
         base = base.filter(table_id__in=table_ids)
@@ -188,7 +210,15 @@ def commission_report(
     coef = Coefficients(periods)
 
     # 1. table x gaming day cells: the band flags, the chart, cagnotte counts
-    raw = list(_sums(base, ["table_id", "gaming_day"]))
+    column = GROUPS[group_by]
+    parts = None
+    if group_by not in ("table", "gaming_day"):
+        # per table (and per day only if some table changed rules meanwhile),
+        # so each part is weighed with its own rules
+        by_day = coef.varies_within(from_day, to_day)
+        parts = [column, "table_id"] + (["gaming_day"] if by_day else [])
+    raw, part_rows, cell_codes, part_codes = _scan(base, from_day, to_day,
+                                                   table_ids, parts)
     counts = cagnotte_counts(from_day, to_day, table_ids)
     names = _labels("table", {r[0] for r in raw} | {k[0] for k in counts})
     cells: dict[tuple, Row] = {}
@@ -200,8 +230,7 @@ def commission_report(
         cell = cells.get(key) or cells.setdefault(
             key, Row(key, f"{names.get(key[0], key[0])} {key[1].isoformat()}"))
         cell.counted, cell.cagnotte_variance = counted, variance
-    for key, codes in findings_by(from_day, to_day, table_ids,
-                                  ["table_id", "gaming_day"]).items():
+    for key, codes in cell_codes.items():
         if key in cells:
             cells[key].findings = codes
 
@@ -212,16 +241,11 @@ def commission_report(
         for key, cell in cells.items():
             _fold(groups.setdefault(key[index], Row(key[index], "")), cell)
     else:
-        column = GROUPS[group_by]
-        # per table (and per day only if some table changed rules meanwhile),
-        # so each part is weighed with its own rules
-        by_day = coef.varies_within(from_day, to_day)
-        parts = [column, "table_id"] + (["gaming_day"] if by_day else [])
-        for r in _sums(base, parts):
+        for r in part_rows:
             k1, k2 = coef(r[1], r[2] if by_day else from_day)
             part = _row(r[0], "", r[len(parts):], k1, k2)
             _fold(groups.setdefault(r[0], Row(r[0], "")), part)
-        for key, codes in findings_by(from_day, to_day, table_ids, [column]).items():
+        for key, codes in part_codes.items():
             if key[0] in groups:
                 groups[key[0]].findings = codes
     labels = _labels(group_by, list(groups))
@@ -260,16 +284,77 @@ def _fold(into: Row, cell: Row) -> None:
         )
 
 
-def findings_by(from_day, to_day, table_ids, columns: list[str]
-                ) -> dict[tuple, dict[str, int]]:
-    """Sum the rollups' {code: n} maps per group, in the database (json_each);
-    only the cells with findings are read."""
-    cols = ", ".join(f"r.{c}" for c in columns)
+def _scan(base, from_day, to_day, table_ids, parts):
+    """Sums and finding counts per table-day cell, and per part of the
+    requested grouping. On PostgreSQL each is one scan of the rollups
+    (GROUPING SETS); elsewhere one query per grouping."""
+    cell_cols = ["table_id", "gaming_day"]
+    if connection.vendor != "postgresql":
+        cells = list(_sums(base, cell_cols))
+        cell_codes = findings_by(from_day, to_day, table_ids, cell_cols)
+        if parts is None:
+            return cells, [], cell_codes, {}
+        return (cells, list(_sums(base, parts)), cell_codes,
+                findings_by(from_day, to_day, table_ids, parts[:1]))
+    where, params = _where(from_day, to_day, table_ids)
+    table = DailyRollup._meta.db_table
+    sets = "(r.table_id, r.gaming_day)"
+    cols = "r.table_id, r.gaming_day"
+    flag = "0"
+    if parts is not None:
+        sets += ", (" + ", ".join(f"r.{c}" for c in parts) + ")"
+        cols += f", r.{parts[0]}"
+        flag = f"GROUPING(r.{parts[0]})"
+    cells, part_rows = [], []
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT {flag}, {cols}, SUM(r.coups), SUM(r.banker_wins), "
+            f"SUM(r.punter_wins), SUM(r.ties), SUM(r.covered), SUM(r.commission), "
+            f"SUM(r.covered_sq) FROM {table} r WHERE {where} "
+            f"GROUP BY GROUPING SETS ({sets})", params)
+        for row in cur.fetchall():
+            if parts is None or row[0] == 1:
+                cells.append((row[1], row[2], *row[-7:]))
+            else:
+                key = {"table_id": row[1], "gaming_day": row[2], parts[0]: row[3]}
+                part_rows.append((*(key[c] for c in parts), *row[-7:]))
+        cur.execute(
+            f"SELECT {flag}, {cols}, j.key, SUM(CAST(j.value AS integer)) "
+            f"FROM {table} r, jsonb_each_text(r.findings) j "
+            f"WHERE {where} AND r.findings <> '{{}}'::jsonb "
+            f"GROUP BY GROUPING SETS ("
+            + ", ".join(f"({c}, j.key)" for c in
+                        ["r.table_id, r.gaming_day"]
+                        + ([f"r.{parts[0]}"] if parts is not None else []))
+            + ")", params)
+        cell_codes: dict = defaultdict(dict)
+        part_codes: dict = defaultdict(dict)
+        for row in cur.fetchall():
+            if not row[-1]:
+                continue
+            if parts is None or row[0] == 1:
+                cell_codes[(row[1], row[2])][row[-2]] = int(row[-1])
+            else:
+                part_codes[(row[3],)][row[-2]] = int(row[-1])
+    part_rows.sort(key=lambda r: r[: len(parts)] if parts else ())
+    return cells, part_rows, cell_codes, part_codes
+
+
+def _where(from_day, to_day, table_ids) -> tuple[str, list]:
     where = "r.gaming_day >= %s AND r.gaming_day <= %s"
     params: list = [from_day, to_day]
     if table_ids:
         where += f" AND r.table_id IN ({', '.join(['%s'] * len(table_ids))})"
         params += list(table_ids)
+    return where, params
+
+
+def findings_by(from_day, to_day, table_ids, columns: list[str]
+                ) -> dict[tuple, dict[str, int]]:
+    """Sum the rollups' {code: n} maps per group, in the database (json_each);
+    only the cells with findings are read."""
+    cols = ", ".join(f"r.{c}" for c in columns)
+    where, params = _where(from_day, to_day, table_ids)
     if connection.vendor == "postgresql":
         each, value = "jsonb_each_text(r.findings)", "CAST(j.value AS integer)"
         where += " AND r.findings <> '{}'::jsonb"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import chemmy
@@ -316,9 +317,21 @@ class VerdictSerializer(serializers.Serializer):
     findings = serializers.ListField(child=serializers.DictField())
 
 
+@extend_schema_field(
+    {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+)
+class _Message(serializers.CharField):
+    """A string; a list of messages only when a request field is itself named
+    `detail` or `code` (a filter called `code`, say): its errors keep the key."""
+
+
 class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField(required=False)
+    """Every 4xx body: `detail` names the field first ("stakes[0].amount: ..."),
+    `code` says what kind of refusal, and each offending field maps to its
+    messages ({"punter": [...], "stakes": {"0": {"amount": [...]}}})."""
+
+    detail = _Message()
+    code = _Message(required=False)
 
 
 _WHEN = serializers.DateTimeField()

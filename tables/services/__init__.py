@@ -21,10 +21,16 @@ from .floor import (
     shoe_open,
     table_create,
 )
+from .play import CoupEvent, PlayResult, ShoeEvent, TurnOpen, TurnPass, shoe_play
 
 __all__ = [
     "CorrectionPlan",
     "CorrectionResult",
+    "CoupEvent",
+    "PlayResult",
+    "ShoeEvent",
+    "TurnOpen",
+    "TurnPass",
     "coup_correct",
     "coup_correct_preview",
     "RecordResult",
@@ -41,5 +47,6 @@ __all__ = [
     "session_open",
     "shoe_close",
     "shoe_open",
+    "shoe_play",
     "table_create",
 ]

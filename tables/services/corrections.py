@@ -41,7 +41,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from casino.changelog import log_action
+from casino.changelog import log_actions
 
 from .. import chemmy
 from ..errors import Conflict, Forbidden, Invalid
@@ -565,15 +565,15 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
     for tc in plan.turns:
         BankerTurn.objects.filter(pk=tc.turn.pk).update(**tc.new)
     body = plan.to_dict()
-    # Logged last: the trail's lock is held from the first row to the commit.
-    for row in logs:
-        log_action(user=user, device=device, **row)
-    log_action(
-        action="tables.coup.correction_applied", user=user, device=device,
-        obj=revisions[0], reason=reason,
-        new={"commission_delta": body["commission_delta"],
-             "payout_delta_by_seat": body["payout_delta_by_seat"],
-             "revisions": [r.pk for r in revisions], "turns": body["turns"],
-             "issues": plan.issues, "digest": body["digest"]},
-    )
+    logs.append({
+        "action": "tables.coup.correction_applied", "obj": revisions[0],
+        "reason": reason,
+        "new": {"commission_delta": body["commission_delta"],
+                "payout_delta_by_seat": body["payout_delta_by_seat"],
+                "revisions": [r.pk for r in revisions], "turns": body["turns"],
+                "issues": plan.issues, "digest": body["digest"]},
+    })
+    # Logged last, in one batch: the trail's lock is held from here to the
+    # commit (a shoe's worth of re-settled coups is one insert).
+    log_actions([{"user": user, "device": device, **row} for row in logs])
     return CorrectionResult(plan, revisions[0], revisions)

@@ -337,9 +337,48 @@ def passed_bank_offer(
 ) -> tuple[BankerTurn | None, Decimal | None]:
     """The bank standing on offer after a pass, if no turn has opened since."""
     last = session.turns.order_by("-number").first()
+    return last, standing_offer(last)
+
+
+def standing_offer(last: BankerTurn | None) -> Decimal | None:
+    """The bank on offer after `last` (the session's latest turn) was passed."""
     if last is not None and last.end == BankerTurn.End.PASSED:
-        return last, last.bank
-    return last, None
+        return last.bank
+    return None
+
+
+def turn_open_check(
+    *,
+    session_open: bool,
+    turn_open: bool,
+    seats: int,
+    minimum_banco: Decimal,
+    last: BankerTurn | None,
+    seat: int,
+    bank: Decimal,
+) -> tuple[Decimal, bool]:
+    """May a turn open here with this seat and bank? Returns the bank and
+    whether it is the passed bank taken over (banker_turn_open, shoe_play)."""
+    if not session_open:
+        raise Conflict("session", "this session is closed")
+    if turn_open:
+        raise Conflict("session", "a banker turn is already open")
+    if not isinstance(seat, int) or not 1 <= seat <= seats:
+        raise Invalid("seat", f"must be a seat between 1 and {seats}")
+    bank = _money(bank, "bank")
+    offer = standing_offer(last)
+    took_passed = offer is not None and bank == offer and seat != last.seat
+    if not took_passed and bank < minimum_banco:
+        raise Invalid("bank", f"must be at least the minimum banco {minimum_banco}")
+    return bank, took_passed
+
+
+def turn_pass_check(turn: BankerTurn) -> None:
+    """May the bank be passed now (banker_turn_pass, shoe_play)?"""
+    if not turn.is_open:
+        raise Conflict("turn", "this banker turn is already over")
+    if turn.coups == 0:
+        raise Conflict("turn", "the bank can only be passed after a coup")
 
 
 def banker_turn_open(
@@ -354,20 +393,17 @@ def banker_turn_open(
             .get(pk=session.pk)
         )
         table = session.table
-        if not session.is_open:
-            raise Conflict("session", "this session is closed")
-        if session.turns.filter(closed_at__isnull=True).exists():
-            raise Conflict("session", "a banker turn is already open")
-        if not isinstance(seat, int) or not 1 <= seat <= table.seats:
-            raise Invalid("seat", f"must be a seat between 1 and {table.seats}")
-        bank = _money(bank, "bank")
-        last, offer = passed_bank_offer(session)
-        took_passed = offer is not None and bank == offer and seat != last.seat
-        if not took_passed and bank < table.rules.minimum_banco:
-            raise Invalid(
-                "bank",
-                f"must be at least the minimum banco {table.rules.minimum_banco}",
-            )
+        turn_open = session.turns.filter(closed_at__isnull=True).exists()
+        last = session.turns.order_by("-number").first()
+        bank, took_passed = turn_open_check(
+            session_open=session.is_open,
+            turn_open=turn_open,
+            seats=table.seats,
+            minimum_banco=table.rules.minimum_banco,
+            last=last,
+            seat=seat,
+            bank=bank,
+        )
         turn = BankerTurn.objects.create(
             session=session,
             number=(last.number + 1) if last else 1,
@@ -393,33 +429,33 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
     and his garage; the bank is offered on at its standing amount."""
     with transaction.atomic():
         turn = BankerTurn.objects.select_for_update().get(pk=turn.pk)
-        if not turn.is_open:
-            raise Conflict("turn", "this banker turn is already over")
-        if turn.coups == 0:
-            raise Conflict("turn", "the bank can only be passed after a coup")
+        turn_pass_check(turn)
         _turn_close(turn, BankerTurn.End.PASSED, user=user, device=device)
     return turn
 
 
 def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
-    turn.closed_at = timezone.now()
+    new = turn_closing(turn, end, timezone.now())
+    turn.save(update_fields=["closed_at", "end", "closing_amount"])
+    log_action(
+        action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new
+    )
+
+
+def turn_closing(turn: BankerTurn, end: str, now: datetime) -> dict:
+    """End the turn in memory: the banker leaves with bank + garage when he
+    passes, the garage alone when he lost. Returns the change log's `new`."""
+    turn.closed_at = now
     turn.end = end
     turn.closing_amount = (
         turn.garage_total
         if end == BankerTurn.End.LOST
         else turn.bank + turn.garage_total
     )
-    turn.save(update_fields=["closed_at", "end", "closing_amount"])
-    log_action(
-        action=f"tables.turn.{end}",
-        user=user,
-        device=device,
-        obj=turn,
-        new={
-            "bank": turn.bank,
-            "garage_total": turn.garage_total,
-            "commission_total": turn.commission_total,
-            "closing_amount": turn.closing_amount,
-            "coups": turn.coups,
-        },
-    )
+    return {
+        "bank": turn.bank,
+        "garage_total": turn.garage_total,
+        "commission_total": turn.commission_total,
+        "closing_amount": turn.closing_amount,
+        "coups": turn.coups,
+    }

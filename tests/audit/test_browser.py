@@ -11,12 +11,7 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-# serialized_rollback: the role groups come from a data migration, and a
-# transactional test's flush would take them away from the next one.
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 D = Decimal
 
 

@@ -156,3 +156,27 @@ def test_stats_and_trail_pages(browser_as, manager, played):
     assert "croupier1" in page and "25.0" in page
     page = c.get("/floor/trail/?verify=1").content.decode()
     assert "Chain intact" in page
+
+
+def test_the_pit_boss_opens_a_table_for_a_croupier(browser_as, pitboss, croupier2,
+                                                   table):
+    c = browser_as(pitboss)
+    page = c.get("/floor/").content.decode()
+    assert "Tables without a session" in page and "Open the session" in page
+    r = c.post(f"/floor/tables/{table.pk}/open/", {"croupier": croupier2.pk})
+    assert r.status_code == 302
+    session = table.sessions.get()
+    assert (session.opened_by, session.croupier) == (pitboss, croupier2)
+    r = c.post(f"/floor/tables/{table.pk}/open/", {"croupier": croupier2.pk})
+    assert r.status_code == 302 and table.sessions.count() == 1  # already open
+
+
+def test_closed_sessions_wait_for_count_then_attestation(browser_as, pitboss,
+                                                         played, session):
+    from tables import services
+
+    c = browser_as(pitboss)
+    services.session_close(session=session, user=pitboss)
+    assert "count the box" in c.get("/floor/").content.decode()
+    c.post(f"/floor/sessions/{session.pk}/count/", {"counted": "30.00"})
+    assert "attest the count" in c.get("/floor/").content.decode()

@@ -141,3 +141,26 @@ def test_postgres_refuses_edits_of_the_trail_and_the_records(played):
         with pytest.raises(DatabaseError, match="append-only"):
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(sql)
+
+
+def test_a_new_tableau_is_a_logged_version(tmp_path, manager, table):
+    from tables import services
+    from tables.chemmy import STANDARD_TABLEAU
+    from tables.models import TableauVersion
+
+    rows = STANDARD_TABLEAU.to_dict()["rows"]
+    rows["5"] = list("DSSSSDDDDSS")  # the club draws at 5 against a 4
+    path = tmp_path / "club.json"
+    path.write_text(json.dumps(rows))
+    call_command("tableau_add", "club-1", str(path), "--reason", "club rules",
+                 stdout=io.StringIO())
+    row = ChangeLog.objects.get(action="tables.tableau.created")
+    assert (row.reason, row.new["version"]) == ("club rules", "club-1")
+    rows["9"] = list("DDDDDDDDDDD")
+    path.write_text(json.dumps(rows))
+    with pytest.raises(CommandError, match="rows"):
+        call_command("tableau_add", "club-2", str(path), "--reason", "x")
+    services.house_rules_change(table=table, user=manager, reason="club variant",
+                                tableau_version="club-1")
+    assert TableauVersion.objects.get(version="club-1").rows["5"][5] == "D"
+    assert trail_verify().ok

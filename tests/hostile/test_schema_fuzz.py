@@ -2,9 +2,11 @@
 
 The operations come from the live schema (drf-spectacular, generated at
 collection time), so an endpoint added tomorrow is fuzzed tomorrow without
-touching this file. For each operation and role, hypothesis draws requests
-(valid per the schema, then deliberately invalid ones), sends them through
-Django's WSGI handler with that role's token, and schemathesis checks that:
+touching this file. For each operation, hypothesis draws requests valid per
+the schema as every role (croupier, pit boss, manager, auditor, admin, a user
+with no role, nobody), and deliberately invalid ones as the admin (as every
+role in `make fuzz`), sends them through Django's WSGI handler with that
+role's token, and schemathesis checks that:
 
 - nothing answers 5xx (an exception in a view fails the test with its traceback);
 - the status code is one the schema documents for that operation;
@@ -14,8 +16,9 @@ Django's WSGI handler with that role's token, and schemathesis checks that:
   paginator are: an empty or unknown filter value is ignored, so for them
   only the first three checks apply.)
 
-Path ids are real objects half of the time (the floor fixture), so the
-fuzzer reaches the views' bodies, not only their 404 branch.
+Path ids name real objects half of the time where the floor fixture has one
+(tables, sessions, shoes, turns, coups), so the fuzzer reaches the views'
+bodies, not only their 404 branch.
 
 Bounded here (FUZZ_EXAMPLES per operation and role); `make fuzz` runs it at
 length. Business rules a JSON schema cannot state (stake coverage, the open
@@ -43,7 +46,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from .conftest import FUZZ_EXAMPLES, NEGATIVE_ROLES, ROLES
+from .conftest import DERANDOMIZE, FUZZ_EXAMPLES, NEGATIVE_ROLES, ROLES
 from .util import INPUTS
 
 CHECKS = [
@@ -118,6 +121,7 @@ def fuzz(label: str, role: str, floor, app, mode: GenerationMode) -> None:
         max_examples=FUZZ_EXAMPLES * (2 if mode.is_negative else 1),
         deadline=None,
         database=None,
+        derandomize=DERANDOMIZE,
         suppress_health_check=list(HealthCheck),
     )
     @given(data=st.data())

@@ -91,3 +91,15 @@ def _migration_rows(transactional_db):
                           ("punto-banco-1", seeds.PUNTO_BANCO)):
         if not TableauVersion.objects.filter(version=version).exists():
             TableauVersion.objects.create(version=version, rows=rows)
+
+
+@pytest.fixture
+def beat_rows(db):
+    """The schedules migration 0002 writes, put back if a transactional test
+    elsewhere flushed them (the migration's own function, idempotent)."""
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("audit.reports.migrations.0002_schedules").create(
+        apps, None)

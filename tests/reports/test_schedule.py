@@ -52,7 +52,7 @@ def test_nightly_builds_yesterdays_report_for_each_open_table_once(
 
 
 @pytest.mark.django_db
-def test_the_schedules_are_in_the_database_and_run_the_tasks(db):
+def test_the_schedules_are_in_the_database_and_run_the_tasks(beat_rows):
     from casino.celery import app
 
     nightly = PeriodicTask.objects.get(task="reports.nightly")
@@ -67,7 +67,7 @@ def test_the_schedules_are_in_the_database_and_run_the_tasks(db):
 
 
 @pytest.mark.django_db
-def test_editing_a_schedule_in_the_admin_is_logged(client):
+def test_editing_a_schedule_in_the_admin_is_logged(beat_rows, client):
     admin = User.objects.create_superuser("boss", password="pw-boss")
     client.force_login(admin)
     nightly = PeriodicTask.objects.get(task="reports.nightly")
