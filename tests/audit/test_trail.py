@@ -164,3 +164,48 @@ def test_a_new_tableau_is_a_logged_version(tmp_path, manager, table):
                                 tableau_version="club-1")
     assert TableauVersion.objects.get(version="club-1").rows["5"][5] == "D"
     assert trail_verify().ok
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_never_fork_the_chain(manager, croupier, croupier2):
+    """Two tables recording at once, each in its own connection: the advisory
+    lock makes them take turns at the head of the chain."""
+    import threading
+    from decimal import Decimal
+
+    from django.db import connections
+
+    from tables import services
+
+    shoes = []
+    for name, user in (("T-A", croupier), ("T-B", croupier2)):
+        table = services.table_create(user=manager, name=name)
+        session = services.session_open(table=table, user=user)
+        shoes.append((services.shoe_open(session=session, user=user), user))
+        services.banker_turn_open(session=session, user=user, seat=1,
+                                  bank=Decimal("100000"))
+    errors = []
+
+    def play(shoe, user):
+        try:
+            for i in range(15):
+                s = "HDCS"[i % 4]
+                services.coup_record(
+                    shoe_id=shoe.pk, user=user, punter=[f"3{s}", f"4{s}"],
+                    banker=[f"2{s}", f"5{s}"],
+                    stakes=[services.StakeInput(amount=Decimal("100"), seat=2)])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=play, args=pair) for pair in shoes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    check = trail_verify()
+    assert check.ok, check.problem
+    assert ChangeLog.objects.filter(action="tables.coup.recorded").count() == 30
