@@ -5,10 +5,10 @@ from django.utils import timezone
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .models import ChangeLog
+from .models import BenchRow
 
 
 class BareInsertView(APIView):
     def post(self, request):
-        row = ChangeLog.objects.create(at=timezone.now(), action="bench.bare")
+        row = BenchRow.objects.create(at=timezone.now(), note="bench.bare")
         return Response({"id": row.pk}, status=201)

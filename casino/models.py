@@ -67,3 +67,14 @@ class ChangeLog(AppendOnlyModel):
     def __str__(self) -> str:
         when = f"{self.at:%Y-%m-%d %H:%M:%S}"
         return f"{when} {self.action} {self.object_type}#{self.object_id}"
+
+
+class BenchRow(models.Model):
+    """Rows of the bench-only bare endpoint (casino/bench.py): a yardstick
+    kept out of the audit trail, so a bench database's trail still verifies."""
+
+    at = models.DateTimeField()
+    note = models.CharField(max_length=100, blank=True)
+
+    def __str__(self) -> str:
+        return f"bench row {self.pk}"
