@@ -292,3 +292,14 @@ def test_fast_payload_equals_the_serializer(as_user, croupier, coups_url):
     expected = json.loads(json.dumps(CoupSerializer(coup).data))
     assert json.loads(json.dumps(coup_payload(coup))) == expected
     assert r.json() == expected
+
+
+def test_a_croupier_reads_only_his_tables_coups(
+    as_user, croupier, croupier2, auditor, coups_url
+):
+    r = post(as_user(croupier), coups_url, coup_body())
+    coup_id = r.json()["id"]
+    assert as_user(croupier).get("/api/v1/coups/").json()["count"] == 1
+    assert as_user(croupier2).get("/api/v1/coups/").json()["count"] == 0
+    assert as_user(croupier2).get(f"/api/v1/coups/{coup_id}/").status_code == 404
+    assert as_user(auditor).get(f"/api/v1/coups/{coup_id}/").status_code == 200

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from casino.access import ByRoute
+from casino.api import IdFilter
 from casino.models import ChangeLog
 from casino.roles import CROUPIER, PITBOSS, user_roles
 from casino.trail import trail_verify
@@ -64,8 +65,8 @@ class FloorView(APIView):
 
 
 class FlagFilter(filters.FilterSet):
-    table = filters.NumberFilter(field_name="table_id")
-    croupier = filters.NumberFilter(field_name="croupier_id")
+    table = IdFilter(field_name="table_id")
+    croupier = IdFilter(field_name="croupier_id")
     side = filters.CharFilter(method="filter_side")
     status = filters.ChoiceFilter(choices=Flag.Status.choices)
     severity = filters.ChoiceFilter(choices=[("warning", "warning"),

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from casino.api import MAX_ID
 from casino.changelog import log_action
 from tables.errors import Invalid
 from tables.models import Table
@@ -58,7 +59,7 @@ def _check_tables(table_ids) -> list[int]:
     if not table_ids:
         return []
     if not isinstance(table_ids, list | tuple) or not all(
-        type(t) is int for t in table_ids
+        type(t) is int and 1 <= t <= MAX_ID for t in table_ids
     ):
         raise Invalid("tables", "must be a list of table ids")
     found = set(Table.objects.filter(pk__in=table_ids).values_list("pk", flat=True))

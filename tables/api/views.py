@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import authenticate
+from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,7 +15,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from casino.api import IdFilter
-from casino.roles import Can, works_at
+from casino.roles import CROUPIER, Can, user_roles, works_at
 
 from .. import chemmy, services
 from ..errors import Forbidden
@@ -299,17 +300,32 @@ class CoupFilter(filters.FilterSet):
         )
 
 
+def visible_coups(user, queryset):
+    """A croupier reads his own table's coups (those of sessions he ran or
+    coups he entered); the pit, managers and auditors read them all."""
+    roles = user_roles(user)
+    if user.is_superuser or roles - {CROUPIER}:
+        return queryset
+    return queryset.filter(Q(shoe__session__croupier=user) | Q(entered_by=user))
+
+
 class CoupListView(generics.ListAPIView):
     permission_classes = [Can("coup.read")]
     serializer_class = s.CoupSerializer
-    queryset = coups_queryset().order_by("-created_at", "-id")
     filterset_class = CoupFilter
+
+    def get_queryset(self):
+        return visible_coups(
+            self.request.user, coups_queryset().order_by("-created_at", "-id")
+        )
 
 
 class CoupDetailView(generics.RetrieveAPIView):
     permission_classes = [Can("coup.read")]
     serializer_class = s.CoupSerializer
-    queryset = coups_queryset()
+
+    def get_queryset(self):
+        return visible_coups(self.request.user, coups_queryset())
 
 
 class CoupRecordView(APIView):
