@@ -57,12 +57,12 @@ fuzz: $(VENV)/.installed-dev
 ## re-created), then proof that every acknowledged coup is stored once.
 ## e.g. make load LOAD_ARGS="--clients 8,32,64 --duration 6"
 load: $(VENV)/.installed-dev
-	$(PY) scripts/load.py $(LOAD_ARGS)
+	$(PY) bench/load.py $(LOAD_ARGS)
 
 ## PostgreSQL restarted (its own throwaway cluster on port 5439) while tablets
 ## record, and two tablets racing for one shoe.
 faults: $(VENV)/.installed-dev
-	$(PY) scripts/faults.py $(FAULTS_ARGS)
+	$(PY) bench/faults.py $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) var/casino.sqlite3

@@ -3,7 +3,7 @@ nothing was lost or doubled.
 
 Run from the project root (or `make load LOAD_ARGS="..."`):
 
-    .venv/bin/python scripts/load.py [--clients 8,32,64] [--duration 6]
+    .venv/bin/python bench/load.py [--clients 8,32,64] [--duration 6]
         [--shared 0.25] [--replay-rate 0.05] [--timeout-rate 0.05]
         [--workers 3] [--threads 4] [--database-url postgres://.../load_casino]
 
@@ -18,7 +18,7 @@ retry anything answered with a transport error or a 5xx. Each level runs for
 --duration seconds (after a 1 s warm-up) and stops by itself; coups in
 flight at the end are resolved within 20 s.
 
-Afterwards (scripts/_harness.verify): the database holds exactly the coups
+Afterwards (bench/_harness.verify): the database holds exactly the coups
 the tablets were told about (201/200 by key), each once, the sequence numbers
 on every shoe run 1..n, every banker turn's carry-forward chain re-computes
 from its coups, and the daily rollups equal a recomputation.
@@ -225,7 +225,7 @@ def report(args, rows, result, errors, env) -> None:
     out.write_text(
         json.dumps(
             {
-                "command": "scripts/load.py " + " ".join(sys.argv[1:]),
+                "command": "bench/load.py " + " ".join(sys.argv[1:]),
                 "duration_s": args.duration,
                 "workers": args.workers,
                 "threads": args.threads,

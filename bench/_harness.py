@@ -1,4 +1,4 @@
-"""What scripts/load.py and scripts/faults.py share: a database of their own
+"""What bench/load.py and bench/faults.py share: a database of their own
 (dropped and re-created, migrated), tablet users with tokens, tables opened
 through the services, gunicorn on a loopback port, and the verification that
 the database holds exactly what the tablets were told.

@@ -1,4 +1,4 @@
-"""Simulated croupier tablets for scripts/load.py and scripts/faults.py.
+"""Simulated croupier tablets for bench/load.py and bench/faults.py.
 
 A tablet is a thread with its own keep-alive HTTP/1.1 connection (http.client)
 and its own API token. It deals real coups from a shuffled shoe and records

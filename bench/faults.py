@@ -2,7 +2,7 @@
 posting to the same shoe at the same instant. Run from the project root (or
 `make faults FAULTS_ARGS="..."`):
 
-    .venv/bin/python scripts/faults.py [--tablets 6] [--duration 12]
+    .venv/bin/python bench/faults.py [--tablets 6] [--duration 12]
         [--rounds 30] [--port 5439]
 
 It starts a throwaway PostgreSQL cluster of its own (initdb in a temporary
@@ -25,7 +25,7 @@ database `fault_casino` in it, and gunicorn pointed at it. Then:
    retry with the same key. Then the same race without expected_seq: both
    are recorded, one after the other. One sequence, no fork, no lost coup.
 
-Afterwards scripts/_harness.verify checks the database (every coup once,
+Afterwards bench/_harness.verify checks the database (every coup once,
 unbroken sequences, every banker turn's carry-forward chain re-computes,
 rollups equal their recomputation). The cluster is stopped and removed at
 the end, also on error. Writes var/reliability/faults.json; exit status 1 on
@@ -402,7 +402,7 @@ def report(args, events, restart, racing, result) -> None:
     out = _harness.OUT_DIR / "faults.json"
     out.write_text(
         json.dumps(
-            {"command": "scripts/faults.py " + " ".join(sys.argv[1:]),
+            {"command": "bench/faults.py " + " ".join(sys.argv[1:]),
              "events": events, "restart": restart, "race": racing,
              "verify": result, "ok": ok},
             indent=2,
