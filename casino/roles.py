@@ -72,10 +72,17 @@ def user_roles(user) -> frozenset[str]:
         from django.core.cache import cache
 
         key = _roles_key(user.pk)
-        names = cache.get(key)
+        try:
+            names = cache.get(key)
+        except Exception:  # Redis down: the floor keeps working from the DB
+            names, key = None, None
         if names is None:
             names = sorted(user.groups.values_list("name", flat=True))
-            cache.set(key, names, ROLE_CACHE_SECONDS)
+            if key is not None:
+                try:
+                    cache.set(key, names, ROLE_CACHE_SECONDS)
+                except Exception:
+                    pass
         cached = frozenset(names)
         user._casino_roles = cached
     return cached
@@ -95,7 +102,12 @@ def forget_roles(
         ids = list(instance.user_set.values_list("pk", flat=True))
     else:  # group.user_set.add/remove: pk_set holds user ids
         ids = list(pk_set or [])
-    cache.delete_many([_roles_key(i) for i in ids])
+    try:
+        cache.delete_many([_roles_key(i) for i in ids])
+    except Exception:
+        # Redis down: nothing cached can be served either (reads fail over to
+        # the database), and entries written before expire within minutes.
+        pass
 
 
 def has_capability(user, capability: str) -> bool:
