@@ -62,6 +62,7 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-coups": {"GET": "coup.read"},
     "api-coup": {"GET": "coup.read"},
     "api-check": {"POST": "engine.check"},
+    "api-token-revoke": {"POST": "token.revoke"},
     # the croupier's tablet (issue 3)
     "tablet:tables": {"GET": "coup.record"},
     "tablet:sw": {"GET": PUBLIC},

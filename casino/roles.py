@@ -51,6 +51,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "report.read": frozenset({MANAGER, AUDITOR}),
     "report.request": frozenset({MANAGER, AUDITOR}),
     "reaudit.run": frozenset({MANAGER}),
+    # Revoking a tablet's API token (issue 6): the pit boss on the floor.
+    "token.revoke": frozenset({PITBOSS}),
 }
 
 

@@ -4,6 +4,7 @@ from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from casino.api import IdConverter
+from casino.tokens import TokenRevokeView
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
 # 500). Registered here, before the includes below are imported.
@@ -20,6 +21,11 @@ urlpatterns = [
         "api/docs/",
         SpectacularSwaggerView.as_view(url_name="api-schema"),
         name="api-docs",
+    ),
+    path(
+        "api/v1/users/<id:pk>/token/revoke/",
+        TokenRevokeView.as_view(),
+        name="api-token-revoke",
     ),
     path("api/v1/", include("tables.api.urls")),
     path("api/v1/", include("audit.api_urls")),
