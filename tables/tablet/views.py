@@ -184,14 +184,12 @@ def session_hub(request, session_id: int):
     return render(request, "tablet/session.html", ctx)
 
 
-@require_POST
-@tablet_view("shoe.manage")
-def shoe_open(request, session_id: int):
-    session = _session(session_id)
-    form = ShoeOpenForm(request.POST)
+def _hub_form_submit(request, session, form, service, form_name: str):
+    """Run a session-hub form through its service: back to the hub on success,
+    the hub again with the errors (field-named) and a 400 otherwise."""
     if form.is_valid():
         try:
-            services.shoe_open(
+            service(
                 session=session,
                 user=request.user,
                 device=device_of(request),
@@ -200,8 +198,16 @@ def shoe_open(request, session_id: int):
             return redirect("tablet:session", session.pk)
         except ServiceError as exc:
             _service_error(form, exc)
-    ctx = _hub_context(request, session, shoe_form=form)
+    ctx = _hub_context(request, session, **{form_name: form})
     return render(request, "tablet/session.html", ctx, status=400)
+
+
+@require_POST
+@tablet_view("shoe.manage")
+def shoe_open(request, session_id: int):
+    session = _session(session_id)
+    form = ShoeOpenForm(request.POST)
+    return _hub_form_submit(request, session, form, services.shoe_open, "shoe_form")
 
 
 @require_POST
@@ -213,19 +219,9 @@ def turn_open(request, session_id: int):
     form = TurnOpenForm(
         request.POST, seats=table.seats, minimum_banco=table.rules.minimum_banco
     )
-    if form.is_valid():
-        try:
-            services.banker_turn_open(
-                session=session,
-                user=request.user,
-                device=device_of(request),
-                **form.cleaned_data,
-            )
-            return redirect("tablet:session", session.pk)
-        except ServiceError as exc:
-            _service_error(form, exc)
-    ctx = _hub_context(request, session, turn_form=form)
-    return render(request, "tablet/session.html", ctx, status=400)
+    return _hub_form_submit(
+        request, session, form, services.banker_turn_open, "turn_form"
+    )
 
 
 @require_POST
