@@ -74,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--coups", type=int, default=300)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sort", default="cumulative", help="pstats sort key")
     parser.add_argument("--sql", action="store_true")
     parser.add_argument(
         "--server-binding",
@@ -210,7 +211,7 @@ def main() -> None:
     for area, t in areas.most_common():
         print(f"  {100 * t / total:5.1f}%  {area}")
     print()
-    stats.sort_stats("cumulative").print_stats(args.top)
+    stats.sort_stats(args.sort).print_stats(args.top)
     out = _benchdb.OUT_DIR / "profile_coup.json"
     out.write_text(
         json.dumps(

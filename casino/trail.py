@@ -35,7 +35,7 @@ def _when(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def row_digest(
+def _body(
     *,
     prev_hash: str,
     at: datetime,
@@ -52,8 +52,22 @@ def row_digest(
         prev_hash, _when(at), user_id, device or "", action, object_type or "",
         object_id or "", reason or "", old, new,
     ]
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def row_digest(**row: Any) -> str:
+    """SHA-256 (hex) of the row's canonical body; `row` holds the fields
+    prev_hash, at, user_id, device, action, object_type, object_id, reason,
+    old and new."""
+    return hashlib.sha256(_body(**row).encode("utf-8")).hexdigest()
+
+
+def body_after_link(**row: Any) -> str:
+    """The canonical body minus its opening `["<prev_hash>",`: what the
+    database appends to the link it reads under the chain lock, so it can
+    compute the digest itself (`casino.changelog.chained_insert_sql`). The
+    link is 64 hex digits, which JSON writes as they are."""
+    return _body(**{**row, "prev_hash": ""})[len('["",'):]
 
 
 def chain_head(connection) -> str:

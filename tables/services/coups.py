@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ..errors import Conflict
 from ..models import Coup, Finding, Stake
+from . import ledger_pg
 from .ledger import (
     BANCO,
     LEDGER_MAX,
@@ -125,30 +126,49 @@ def coup_record(
 def _record_locked(
     *, shoe_id, user, device, inp: CoupInput, expected_seq
 ) -> RecordResult:
-    shoe = lock_shoe(shoe_id)
+    # PostgreSQL: two round trips (ledger_pg); no shoe or no open turn, and
+    # any other database, take the ORM's statements, which also say why.
+    fast = ledger_pg.lock_for_coup(shoe_id) if ledger_pg.supported() else None
+    if fast is not None:
+        shoe, turn, coup_id = fast
+    else:
+        shoe = lock_shoe(shoe_id)
     shoe_check(user, shoe)
     if expected_seq is not None and expected_seq != shoe.next_seq:
         raise Conflict(
             "expected_seq",
             f"the shoe moved on: the next coup is number {shoe.next_seq}",
         )
-    turn = lock_open_turn(shoe.session_id)
-    if turn is None:
-        raise Conflict("turn", "no open banker turn: open one before dealing")
+    if fast is None:
+        turn = lock_open_turn(shoe.session_id)
+        if turn is None:
+            raise Conflict("turn", "no open banker turn: open one before dealing")
     ctx = coup_context(shoe, user, device)
     now = timezone.now()
     prepared = coup_prepare(
         ctx, ShoeState.of(shoe), TurnState.of(turn), inp, now=now
     )
     prepared.turn.apply(now)
-    ledger_write(
-        shoe=shoe,
-        shoe_state=prepared.shoe,
-        coups=[prepared],
-        turns_changed=[turn],
-        log=[coup_log_entry(prepared, user=user, device=device)],
-        table_id=ctx.table.pk,
-    )
+    log = coup_log_entry(prepared, user=user, device=device)
+    if fast is not None:
+        ledger_pg.coup_write(
+            shoe=shoe,
+            shoe_state=prepared.shoe,
+            prepared=prepared,
+            coup_id=coup_id,
+            turn=turn,
+            log=log,
+            table_id=ctx.table.pk,
+        )
+    else:
+        ledger_write(
+            shoe=shoe,
+            shoe_state=prepared.shoe,
+            coups=[prepared],
+            turns_changed=[turn],
+            log=[log],
+            table_id=ctx.table.pk,
+        )
     coup = prepared.coup
     # The caller serializes what was just written without reading it back.
     coup._prefetched_objects_cache = {

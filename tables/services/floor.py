@@ -393,8 +393,9 @@ def banker_turn_open(
             .get(pk=session.pk)
         )
         table = session.table
-        turn_open = session.turns.filter(closed_at__isnull=True).exists()
+        # One open turn at most, and it is the latest: one read says both.
         last = session.turns.order_by("-number").first()
+        turn_open = last is not None and last.closed_at is None
         bank, took_passed = turn_open_check(
             session_open=session.is_open,
             turn_open=turn_open,

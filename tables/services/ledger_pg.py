@@ -1,0 +1,231 @@
+"""One coup from a tablet on PostgreSQL in two round trips.
+
+`coup_record` runs the same steps on every database (lock the shoe and the
+open banker turn, coup_prepare, write, log); on PostgreSQL it takes them with
+two statements' worth of round trips instead of eleven ORM queries, which is
+most of a coup's cost at a busy table:
+
+1. `lock_for_coup`: one SELECT locks the shoe and the open turn (FOR UPDATE,
+   shoe first, as lock_shoe and lock_open_turn do), reads the session, table
+   and house rules with them, and takes the coup's id from its sequence, so
+   every later row can name the coup without reading it back. No row (no
+   such shoe, no open turn) sends the caller to the ORM path, which answers
+   with the precise refusal.
+2. `coup_write`: one batch of statements, sent together: the turn's and the
+   shoe's running state, the coup, its stakes and findings, the day's rollup
+   cell (an upsert), and the change-log row chained by the database under the
+   chain lock (casino.changelog.chained_insert_sql).
+
+Rows are written from the same unsaved model instances ledger_store.ledger_write
+takes, field by field through Django's own field preparation, so the two paths
+cannot disagree on a column (a test compares their rows).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.db import connection
+
+from casino.changelog import chained_insert_sql
+
+from ..models import (
+    BankerTurn,
+    Coup,
+    DailyRollup,
+    Finding,
+    HouseRules,
+    Shoe,
+    Stake,
+    Table,
+    TableSession,
+)
+from ..rollups import OUTCOME_FIELD, _Delta
+from .ledger import PreparedCoup, ShoeState
+from .ledger_store import TURN_FIELDS
+
+# Alias and model of each part of the lock statement, in the order read.
+_PARTS = (
+    ("shoe", Shoe),
+    ("session", TableSession),
+    ("tbl", Table),
+    ("rules", HouseRules),
+    ("turn", BankerTurn),
+)
+
+
+def supported() -> bool:
+    return connection.vendor == "postgresql"
+
+
+class _Reader:
+    """Model instances from a slice of a raw row, with the converters the ORM
+    would apply (jsonb arrives as text, for instance)."""
+
+    def __init__(self, model, alias: str) -> None:
+        self.model = model
+        self.fields = list(model._meta.concrete_fields)
+        self.names = [f.attname for f in self.fields]
+        self.columns = [f'{alias}."{f.column}"' for f in self.fields]
+        self.converters = []
+        for i, field in enumerate(self.fields):
+            col = field.get_col(alias)
+            found = connection.ops.get_db_converters(col) + col.get_db_converters(
+                connection
+            )
+            if found:
+                self.converters.append((i, found, col))
+
+    def build(self, values: list):
+        for i, found, col in self.converters:
+            for convert in found:
+                values[i] = convert(values[i], col, connection)
+        return self.model.from_db(connection.alias, self.names, values)
+
+
+@lru_cache(maxsize=1)
+def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
+    readers = tuple(_Reader(model, alias) for alias, model in _PARTS)
+    columns = ", ".join(c for r in readers for c in r.columns)
+    t = {alias: model._meta.db_table for alias, model in _PARTS}
+    sql = (
+        f"SELECT nextval(pg_get_serial_sequence('{Coup._meta.db_table}', 'id')), "
+        f"{columns} "
+        f'FROM "{t["shoe"]}" shoe '
+        f'JOIN "{t["session"]}" session ON session.id = shoe.session_id '
+        f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
+        f'JOIN "{t["rules"]}" rules ON rules.id = tbl.rules_id '
+        f'JOIN "{t["turn"]}" turn ON turn.session_id = session.id '
+        "AND turn.closed_at IS NULL "
+        "WHERE shoe.id = %s "
+        "FOR UPDATE OF shoe, turn"
+    )
+    return sql, readers
+
+
+def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
+    """The shoe and its session's open turn, locked, and the new coup's id;
+    None when there is no such shoe or no open turn (the ORM path says
+    which)."""
+    sql, readers = _lock_statement()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [shoe_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    coup_id, values, parts = row[0], list(row[1:]), []
+    for reader in readers:
+        n = len(reader.fields)
+        parts.append(reader.build(values[:n]))
+        values = values[n:]
+    shoe, session, table, rules, turn = parts
+    table.rules = rules
+    session.table = table
+    shoe.session = session
+    turn.session = session
+    return shoe, turn, coup_id
+
+
+def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
+    """INSERT of unsaved instances, each field prepared as the ORM would."""
+    fields = [
+        f for f in model._meta.concrete_fields if with_pk or not f.primary_key
+    ]
+    params = []
+    for obj in rows:
+        params += [
+            f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields
+        ]
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    sql = (
+        f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
+        + ", ".join([one] * len(rows))
+    )
+    return sql, params
+
+
+def _update(obj, names) -> tuple[str, list]:
+    model = type(obj)
+    fields = [model._meta.get_field(name) for name in names]
+    params = [
+        f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields
+    ]
+    sets = ", ".join(f'"{f.column}" = %s' for f in fields)
+    sql = f'UPDATE "{model._meta.db_table}" SET {sets} WHERE id = %s'
+    return sql, [*params, obj.pk]
+
+
+_SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission"]
+# Counts per finding code, added key by key to the cell's jsonb.
+_MERGE_FINDINGS = (
+    "(SELECT coalesce(jsonb_object_agg(code, n), '{{}}'::jsonb) FROM ("
+    "SELECT code, sum(n::int) AS n FROM ("
+    "SELECT key AS code, value AS n FROM jsonb_each_text({t}.findings) UNION ALL "
+    "SELECT key, value FROM jsonb_each_text(EXCLUDED.findings)) AS both_ "
+    "GROUP BY code HAVING sum(n::int) <> 0) AS merged)"
+)
+
+
+def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
+    """rollups.rollup_apply for one new coup, as one upsert on its cell."""
+    coup = prepared.coup
+    delta = _Delta()
+    delta.add(coup, prepared.codes)
+    cell = DailyRollup(
+        table_id=table_id,
+        gaming_day=coup.gaming_day,
+        croupier_id=coup.entered_by_id,
+        banker_seat=coup.banker_seat,
+        findings={},
+    )
+    delta.apply(cell)  # the coup alone: a new cell's row, or what it adds
+    sql, params = _insert(DailyRollup, [cell])
+    t = DailyRollup._meta.db_table
+    sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
+    if cell.findings:
+        sets.append('"findings" = ' + _MERGE_FINDINGS.format(t=t))
+    sql += (
+        ' ON CONFLICT ("table_id", "gaming_day", "croupier_id", "banker_seat") '
+        "DO UPDATE SET " + ", ".join(sets)
+    )
+    return sql, params
+
+
+def coup_write(
+    *,
+    shoe: Shoe,
+    shoe_state: ShoeState,
+    prepared: PreparedCoup,
+    coup_id: int,
+    turn: BankerTurn,
+    log: dict,
+    table_id: int,
+) -> None:
+    """Write one prepared coup (what ledger_write does for a list) with its
+    change-log row, in one round trip. Its id comes from lock_for_coup."""
+    coup = prepared.coup
+    coup.pk = coup_id
+    for row in (*prepared.stakes, *prepared.findings):
+        row.coup = coup  # sets coup_id now that the coup has one
+    shoe.next_seq = shoe_state.next_seq
+    shoe.dealt = shoe_state.dealt
+    shoe.card_counts = dict(shoe_state.counts)
+    statements = [
+        _update(turn, TURN_FIELDS),
+        _insert(Coup, [coup], with_pk=True),
+        _insert(Stake, prepared.stakes),
+    ]
+    if prepared.findings:
+        statements.append(_insert(Finding, prepared.findings))
+    statements += [
+        _rollup_upsert(prepared, table_id),
+        _update(shoe, ["next_seq", "dealt", "card_counts"]),
+        chained_insert_sql(connection, **log),
+    ]
+    sql = ";\n".join(s for s, _ in statements)
+    params = [p for _, ps in statements for p in ps]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    coup._state.adding = False
+    coup._state.db = connection.alias
