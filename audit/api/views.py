@@ -23,7 +23,7 @@ from casino.roles import CROUPIER, PITBOSS, user_roles
 from casino.trail import trail_verify
 from tables import services as floor
 from tables.api.serializers import CoupSerializer, ErrorSerializer
-from tables.api.views import coups_queryset, device_of
+from tables.api.views import coups_queryset, device_of, visible_coups
 from tables.errors import Forbidden, Invalid
 from tables.models import Coup, TableSession
 
@@ -211,8 +211,11 @@ class RevisionsView(APIView):
     @extend_schema(responses={200: CoupSerializer(many=True)},
                    summary="Every revision of a coup, the original first")
     def get(self, request, pk: int):
-        coup = get_object_or_404(Coup, pk=pk)
-        rows = coups_queryset().filter(shoe_id=coup.shoe_id, seq=coup.seq)
+        # A croupier reads his own table's coups only, revisions included
+        # (the same rule as /coups/: tables.api.views.visible_coups).
+        coup = get_object_or_404(visible_coups(request.user, Coup.objects.all()), pk=pk)
+        rows = visible_coups(request.user, coups_queryset()).filter(
+            shoe_id=coup.shoe_id, seq=coup.seq)
         return Response(CoupSerializer(rows.order_by("revision"), many=True).data)
 
 

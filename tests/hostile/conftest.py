@@ -36,6 +36,7 @@ class Floor:
 
     tokens: dict[str, str] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
+    users: dict = field(default_factory=dict)  # role -> User (not "anonymous")
 
 
 @pytest.fixture
@@ -52,6 +53,7 @@ def floor(db) -> Floor:
         group = role if role not in ("admin", "outsider") else None
         users[role] = make_user(f"fz-{role}", group, is_superuser=role == "admin")
         out.tokens[role] = Token.objects.create(user=users[role]).key
+    out.users = users
     manager, croupier = users["manager"], users["croupier"]
     table = services.table_create(
         user=manager, name="Fuzz", seats=9, minimum_banco=Decimal("100.00")
@@ -76,6 +78,74 @@ def floor(db) -> Floor:
         "coups": coup.pk,
     }
     return out
+
+
+@dataclass
+class Neighbours:
+    """Path ids for the permission probe: ``own`` names objects at the table
+    the fuzz croupier runs (the floor fixture's), ``other`` the same kinds of
+    object at a neighbouring table run by another croupier. Both also name a
+    flag of that table, a user with a token to revoke, a report job, a
+    re-audit run and a cagnotte count, so a refused request meets a real row."""
+
+    own: dict[str, int] = field(default_factory=dict)
+    other: dict[str, int] = field(default_factory=dict)
+
+
+@pytest.fixture
+def neighbours(floor) -> Neighbours:
+    from rest_framework.authtoken.models import Token
+
+    from audit import services as audit_services
+    from audit.models import Flag
+    from audit.reports.reaudit import reaudit_request
+    from audit.reports.services import report_request
+    from tables import services
+
+    manager, pitboss = floor.users["manager"], floor.users["pitboss"]
+    croupier2 = make_user("fz-croupier2", "croupier")
+    victim = make_user("fz-victim", "croupier")
+    Token.objects.create(user=victim)
+    table = services.table_create(
+        user=manager, name="Fuzz 2", seats=9, minimum_banco=Decimal("100.00")
+    )
+    # An earlier session, closed and counted (the attest endpoint's object),
+    # then the one croupier2 runs now.
+    earlier = services.session_open(table=table, user=croupier2)
+    services.session_close(session=earlier, user=pitboss)
+    count = audit_services.cagnotte_count(
+        session=earlier, counted=Decimal("0.00"), user=pitboss
+    )
+    session = services.session_open(table=table, user=croupier2)
+    shoe = services.shoe_open(session=session, user=croupier2, burned=5)
+    turn = services.banker_turn_open(
+        session=session, user=croupier2, seat=1, bank=Decimal("1000.00")
+    )
+    coup = services.coup_record(
+        shoe_id=shoe.pk,
+        user=croupier2,
+        punter=["2H", "3D", "4C"],
+        banker=["8C", "TS"],
+        stakes=[services.StakeInput(amount=Decimal("300.00"), seat=2)],
+    ).coup
+    audit_services.flags_sync()
+    day = coup.gaming_day
+    job = report_request(user=manager, kind="commission", format="csv",
+                         from_day=day, to_day=day)
+    run = reaudit_request(user=manager, from_day=day, to_day=day)
+    shared = {"users": victim.pk, "reports": job.pk, "reaudit": run.pk,
+              "cagnotte": count.pk}
+
+    def flag_of(table_id: int) -> dict[str, int]:
+        flag = Flag.objects.filter(table_id=table_id).order_by("pk").first()
+        return {"flags": flag.pk} if flag else {}
+
+    return Neighbours(
+        own={**floor.ids, **flag_of(floor.ids["tables"]), **shared},
+        other={"tables": table.pk, "sessions": session.pk, "shoes": shoe.pk,
+               "turns": turn.pk, "coups": coup.pk, **flag_of(table.pk),
+               **shared},
+    )
 
 
 @pytest.fixture(autouse=True)
