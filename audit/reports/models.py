@@ -63,6 +63,9 @@ class ReportJob(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     task_id = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Builds started: more than 1 when the task was delivered again (a worker
+    # killed mid-build). Also the fence: only the latest attempt may publish.
+    attempts = models.PositiveSmallIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
     file = models.CharField(max_length=300, blank=True)  # relative to MEDIA_ROOT
     file_size = models.PositiveBigIntegerField(default=0)
@@ -174,6 +177,13 @@ class ReauditFinding(AppendOnlyModel):
 
     class Meta:
         ordering = ["run", "coup", "id"]
+        # Once per run, coup and finding (the engine finds a code once per
+        # side): a chunk delivered twice cannot write its findings twice.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "coup", "code", "side"], name="reaudit_finding_once"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.change} {self.code} on coup {self.coup_id}"

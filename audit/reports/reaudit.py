@@ -120,7 +120,9 @@ def _engine_findings(coup: dict, tableau) -> list[chemmy.Finding]:
 def reaudit_chunk(*, run_id: int, index: int) -> dict:
     """Check one chunk's coups; one transaction, done once."""
     with transaction.atomic():
-        chunk = (ReauditChunk.objects.select_for_update()
+        # The chunk's row only (of=self): locking the joined run row too would
+        # make every other chunk of the run wait for this one to commit.
+        chunk = (ReauditChunk.objects.select_for_update(of=("self",))
                  .select_related("run").get(run_id=run_id, index=index))
         run = chunk.run
         if chunk.done_at is not None:

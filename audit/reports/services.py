@@ -8,6 +8,7 @@ told (HTTP 503) and reports.dispatch_pending sends it when the queue is back.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import os
@@ -128,49 +129,88 @@ def report_dispatch(*, job: ReportJob) -> bool:
     return True
 
 
-def report_progress(job_id: int, *, rows: int, expected: int) -> None:
+def report_progress(job_id: int, *, rows: int, expected: int,
+                    attempt: int | None = None) -> None:
     percent = min(99, rows * 100 // expected) if expected else 50
-    ReportJob.objects.filter(pk=job_id).update(rows=rows, percent=percent)
+    jobs = ReportJob.objects.filter(pk=job_id)
+    if attempt is not None:  # a superseded attempt does not report
+        jobs = jobs.filter(attempts=attempt)
+    jobs.update(rows=rows, percent=percent)
 
 
 def _claim(job_id: int) -> ReportJob | None:
+    """Start an attempt: None if there is nothing to build (gone, or built by
+    an earlier delivery of the task). Files an interrupted attempt left half
+    written (its worker was killed) are removed here."""
     with transaction.atomic():
         job = ReportJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or job.status == Status.DONE:
             return None  # gone, or already built: a redelivery does nothing
+        for stale in _folder().glob(f".{glob.escape(job.filename)}.*.tmp"):
+            stale.unlink(missing_ok=True)
         job.status, job.started_at = Status.RUNNING, timezone.now()
         job.percent = job.rows = 0
+        job.attempts += 1
         job.error = ""
-        job.save(update_fields=["status", "started_at", "percent", "rows", "error"])
+        job.save(update_fields=["status", "started_at", "percent", "rows",
+                                "attempts", "error"])
         return job
 
 
+def _folder() -> Path:
+    folder = Path(settings.MEDIA_ROOT) / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _current(job: ReportJob) -> ReportJob | None:
+    """The job, locked, if this attempt is still the one to finish it; None if
+    a later delivery of the task took it over (the broker gave it again while
+    this one ran: a visibility timeout shorter than the build) or finished it."""
+    current = ReportJob.objects.select_for_update().get(pk=job.pk)
+    if current.status == Status.RUNNING and current.attempts == job.attempts:
+        return current
+    return None
+
+
 def report_build(*, job_id: int) -> ReportJob | None:
-    """Build the job's file (idempotent: a built job is left as it is)."""
+    """Build the job's file (idempotent: a built job is left as it is).
+
+    The file is written under a temporary name and renamed into place, and
+    only by the job's latest attempt, in the transaction that marks it done:
+    a task delivered twice never leaves two files, a half file, or two
+    "built" rows in the trail."""
     job = _claim(job_id)
     if job is None:
         return ReportJob.objects.filter(pk=job_id).first()
-    folder = Path(settings.MEDIA_ROOT) / "reports"
-    folder.mkdir(parents=True, exist_ok=True)
-    final = folder / job.filename
-    tmp = folder / f".{job.filename}.{os.getpid()}.tmp"
+    final = _folder() / job.filename
+    tmp = final.with_name(f".{job.filename}.{job.attempts}-{os.getpid()}.tmp")
     try:
         rows, stamp = _build_file(job, tmp)
-        os.replace(tmp, final)  # a reader never sees half a file
+        size, sha256 = _digest(tmp)
     except Exception as exc:
         tmp.unlink(missing_ok=True)
-        log.exception("report job %s failed", job.pk)
-        return report_fail(job_id=job.pk, error=f"{type(exc).__name__}: {exc}")
-    digest = hashlib.sha256()
-    with open(final, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+        done = report_fail(job_id=job.pk, error=f"{type(exc).__name__}: {exc}",
+                           attempt=job.attempts)
+        if done.attempts == job.attempts:
+            log.exception("report job %s failed", job.pk)
+        else:  # a later attempt removed this one's file (see _claim)
+            log.warning("report job %s: attempt %s superseded (%s)", job.pk,
+                        job.attempts, exc)
+        return done
     with transaction.atomic():
-        job = ReportJob.objects.select_for_update().get(pk=job.pk)
+        current = _current(job)
+        if current is None:
+            tmp.unlink(missing_ok=True)
+            log.warning("report job %s: attempt %s superseded, its file dropped",
+                        job.pk, job.attempts)
+            return ReportJob.objects.get(pk=job.pk)
+        os.replace(tmp, final)  # a reader never sees half a file
+        job = current
         job.status, job.percent, job.rows = Status.DONE, 100, rows
         job.finished_at, job.stamp = timezone.now(), stamp
         job.file = str(final.relative_to(settings.MEDIA_ROOT))
-        job.file_size, job.sha256 = final.stat().st_size, digest.hexdigest()
+        job.file_size, job.sha256 = size, sha256
         job.save()
         log_action(action="reports.report.built", user=None, device="celery",
                    obj=job, new={"file": job.file, "rows": rows,
@@ -178,9 +218,22 @@ def report_build(*, job_id: int) -> ReportJob | None:
     return job
 
 
-def report_fail(*, job_id: int, error: str) -> ReportJob:
+def _digest(path: Path) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return path.stat().st_size, digest.hexdigest()
+
+
+def report_fail(*, job_id: int, error: str, attempt: int | None = None) -> ReportJob:
+    """Mark the job failed, saying why; an attempt that was superseded (see
+    _current) leaves the job to the attempt that took it over."""
     with transaction.atomic():
         job = ReportJob.objects.select_for_update().get(pk=job_id)
+        if attempt is not None and (job.status != Status.RUNNING
+                                    or job.attempts != attempt):
+            return job
         job.status, job.error, job.finished_at = Status.FAILED, error, timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
         log_action(action="reports.report.failed", user=None, device="celery",
@@ -199,13 +252,15 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
         ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
         rows = detail.write_coups_csv(
             job.params, path, stamp=stamp,
-            progress=lambda n: report_progress(job.pk, rows=n, expected=expected),
+            progress=lambda n: report_progress(job.pk, rows=n, expected=expected,
+                                               attempt=job.attempts),
         )
         return rows, stamp
     build = (sheets.commission_document if job.kind == ReportJob.Kind.COMMISSION
              else sheets.findings_document)
     doc = build(params=job.params, user=user)
-    report_progress(job.pk, rows=0, expected=0)  # data read: half way
+    report_progress(job.pk, rows=0, expected=0,  # data read: half way
+                    attempt=job.attempts)
     writer = {"csv": writers.write_csv, "xlsx": writers.write_xlsx,
               "pdf": pdf.write_pdf}[job.format]
     return writer(doc, path), doc.stamp

@@ -2,7 +2,13 @@
 
 acks_late: a worker that dies mid-task leaves the message to be delivered
 again, and every service here is idempotent (a built job, a done chunk is
-left as it is), so a redelivery is harmless.
+left as it is), so a redelivery is harmless. A pool child killed (OOM,
+SIGKILL): the worker puts the message back at once (reject_on_worker_lost).
+The whole worker killed: the message waits, unacked in Redis, until a worker
+finds it older than CELERY_VISIBILITY_TIMEOUT. A report job written by two
+deliveries at once is published by the latest only (services.report_build);
+a re-audit chunk is one transaction on its locked row. Proven with real
+workers killed mid-task: tests/reports/test_worker_lost.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,17 @@
 """Fixtures for the reports tests: nights of simulated play on chosen gaming
-days, eager Celery (unless the test runs a real worker), files in a tmp dir."""
+days, eager Celery (unless the test runs a real worker), files in a tmp dir,
+and real Celery workers (`worker`, `start_worker`) for the redis tests."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from unittest import mock
 from zoneinfo import ZoneInfo
 
@@ -103,3 +110,123 @@ def beat_rows(db):
 
     importlib.import_module("audit.reports.migrations.0002_schedules").create(
         apps, None)
+
+
+# -- real workers (test_worker.py, test_worker_lost.py) ------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = db["USER"] or ""
+    if db.get("PASSWORD"):
+        auth += f":{db['PASSWORD']}"
+    host = f"{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+    return f"postgres://{auth}@{host}/{db['NAME']}"
+
+
+class Worker:
+    """A `celery worker` subprocess, in its own process group (session)."""
+
+    def __init__(self, proc: subprocess.Popen, log: Path, name: str):
+        self.proc, self.log, self.name = proc, log, name
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker, main process and pool (a host lost, the
+        OOM killer): its own process group, started by start_worker."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)  # warm shutdown, by PID
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+@pytest.fixture
+def start_worker(transactional_db, settings, tmp_path):
+    """start_worker(app="casino", env={...}) starts a worker on the test
+    database and Redis, waits until it is ready and returns a Worker; every
+    worker started is stopped at the end (by PID)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql" or not settings.REDIS_URL:
+        pytest.skip("needs PostgreSQL and Redis")  # the markers already say why
+    from casino.celery import app
+
+    app.conf.task_always_eager = False
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.control.purge()  # nothing left over from an earlier run...
+    with app.connection_for_write() as conn:  # ...nor unacked by a killed worker
+        conn.default_channel.client.delete("unacked", "unacked_index")
+    started: list[Worker] = []
+
+    def start(app: str = "casino", env: dict | None = None) -> Worker:
+        n = len(started) + 1
+        log = tmp_path / f"worker-{n}.log"
+        name = f"reports-test-{os.getpid()}-{n}@%h"
+        full_env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+            "MEDIA_ROOT": settings.MEDIA_ROOT,
+            "CONN_MAX_AGE": "0",  # no connection left open when the test DB goes
+            "DJANGO_SETTINGS_MODULE": "casino.settings",
+            **(env or {}),
+        }
+        celery = Path(sys.executable).with_name("celery")
+        cmd = [str(celery), "-A", app, "worker", "--concurrency=2",
+               "--without-gossip", "--without-mingle", "--without-heartbeat",
+               "--loglevel=INFO", "-n", name]
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        worker = Worker(proc, log, name)
+        started.append(worker)
+        deadline = time.monotonic() + 60
+        while b"ready." not in log.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the worker did not start:\n{worker.text()[-3000:]}")
+            time.sleep(0.2)
+        return worker
+
+    try:
+        yield start
+    finally:
+        for worker in started:
+            worker.stop()
+
+
+@pytest.fixture
+def worker(start_worker):
+    """One worker (`celery -A casino`), started; its log file."""
+    return start_worker().log
+
+
+def wait_for(fetch, done, timeout=90):
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        value = fetch()
+        seen.append(value)
+        if done(value):
+            return value, seen
+        time.sleep(0.2)
+    pytest.fail(f"timed out; last state {seen[-1] if seen else None}")
