@@ -303,3 +303,22 @@ def test_a_croupier_reads_only_his_tables_coups(
     assert as_user(croupier2).get("/api/v1/coups/").json()["count"] == 0
     assert as_user(croupier2).get(f"/api/v1/coups/{coup_id}/").status_code == 404
     assert as_user(auditor).get(f"/api/v1/coups/{coup_id}/").status_code == 200
+
+
+def test_fast_turn_payload_equals_the_serializer(as_user, croupier, session, shoe):
+    from tables.api.serializers import TurnSerializer, turn_payload
+    from tables.models import BankerTurn
+
+    r = as_user(croupier).post(
+        f"/api/v1/sessions/{session.pk}/turns/",
+        {"seat": 3, "bank": "250.5"},
+        format="json",
+    )
+    assert r.status_code == 201, r.content
+    turn = BankerTurn.objects.get(pk=r.json()["id"])
+    expected = json.loads(json.dumps(TurnSerializer(turn).data))
+    assert r.json() == expected == json.loads(json.dumps(turn_payload(turn)))
+    assert expected["bank"] == "250.50" and expected["closed_at"] is None
+    turn.closed_at, turn.end, turn.closing_amount = turn.opened_at, "lost", 0
+    closed = json.loads(json.dumps(TurnSerializer(turn).data))
+    assert json.loads(json.dumps(turn_payload(turn))) == closed

@@ -125,7 +125,7 @@ def test_a_coup_is_two_statements(db, shoe, turn, croupier):
     # log row; savepoint statements only when nested in a test transaction.
     work = [s for s in sql if "SAVEPOINT" not in s]
     assert len(work) == 2, sql
-    assert "FOR UPDATE OF shoe, turn" in work[0]
+    assert work[0].startswith("EXECUTE casino_coup_lock(")  # prepared once
     assert "pg_advisory_xact_lock" in work[1] and "casino_changelog" in work[1]
 
 
@@ -154,3 +154,24 @@ def test_log_action_rows_chain_on_postgresql(db, croupier):
     assert stored.prev_hash == first.hash == ChangeLog.objects.get(pk=first.pk).hash
     assert (stored.hash, stored.prev_hash) == (second.hash, second.prev_hash)
     assert trail_verify().ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_prepared_lock_survives_rollbacks_and_reconnects(manager, croupier):
+    from tables.chemmy import CoupError
+
+    shoe = open_table("Prepared", manager, croupier)
+
+    def coup(seat):
+        return services.coup_record(
+            shoe_id=shoe.pk, user=croupier, punter=["4H", "3D"], banker=["7C", "KS"],
+            stakes=[services.StakeInput(amount=D("100"), seat=seat)],
+        )
+
+    connection.close()  # a fresh database session: the statement is prepared
+    with pytest.raises(CoupError):  # in a transaction that then rolls back
+        coup(seat=1)  # seat 1 holds the bank: refused after the lock
+    assert coup(seat=2).created  # still prepared: used, not re-prepared
+    connection.close()  # a new session prepares it again
+    assert coup(seat=3).created
+    assert list(Coup.objects.filter(shoe=shoe).values_list("seq", flat=True)) == [1, 2]

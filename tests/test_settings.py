@@ -38,6 +38,8 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"DATABASE_URL": "nosuchdb://x"}, "DATABASE_URL"),
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
         ({"CONN_MAX_AGE": "forever"}, "CONN_MAX_AGE"),
+        ({"CELERY_VISIBILITY_TIMEOUT": "0"}, "CELERY_VISIBILITY_TIMEOUT"),
+        ({"CELERY_VISIBILITY_TIMEOUT": "an hour"}, "CELERY_VISIBILITY_TIMEOUT"),
     ],
 )
 def test_bad_value_fails_at_start_naming_the_variable(env, variable):

@@ -58,6 +58,9 @@ __all__ = [
 class RecordResult:
     coup: Coup
     created: bool
+    # A new coup's rows as written (None for a replay: read them from the coup).
+    stakes: Sequence[Stake] | None = None
+    findings: Sequence[Finding] | None = None
 
 
 def _replay(key: str, digest: str, shoe_id: int) -> Coup | None:
@@ -169,20 +172,5 @@ def _record_locked(
             log=[log],
             table_id=ctx.table.pk,
         )
-    coup = prepared.coup
-    # The caller serializes what was just written without reading it back.
-    coup._prefetched_objects_cache = {
-        "stakes": _as_prefetched(Stake.objects.filter(coup=coup), prepared.stakes),
-        "findings": _as_prefetched(
-            Finding.objects.filter(coup=coup), prepared.findings
-        ),
-    }
-    return RecordResult(coup, True)
-
-
-def _as_prefetched(queryset, rows):
-    """A queryset that answers from rows already in hand, as prefetch_related's
-    cache does; any further filtering still goes to the database."""
-    queryset._result_cache = list(rows)
-    queryset._prefetch_done = True
-    return queryset
+    # The caller answers from the rows in hand, without reading them back.
+    return RecordResult(prepared.coup, True, prepared.stakes, prepared.findings)

@@ -23,9 +23,10 @@ cannot disagree on a column (a test compares their rows).
 
 from __future__ import annotations
 
+import weakref
 from functools import lru_cache
 
-from django.db import connection
+from django.db import connection, models
 
 from casino.changelog import chained_insert_sql
 
@@ -103,13 +104,27 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     return sql, readers
 
 
+# Raw connections (PostgreSQL sessions) that hold the lock statement prepared:
+# planning its five-table join costs the server more than running it.
+_PREPARED_ON: weakref.WeakSet = weakref.WeakSet()
+_LOCK_NAME = "casino_coup_lock"
+
+
 def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     """The shoe and its session's open turn, locked, and the new coup's id;
     None when there is no such shoe or no open turn (the ORM path says
     which)."""
     sql, readers = _lock_statement()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [shoe_id])
+        raw = connection.connection
+        if raw not in _PREPARED_ON:
+            # Once per database session (a prepared statement outlives a
+            # rolled-back transaction, and goes with its connection).
+            cursor.execute(
+                f"PREPARE {_LOCK_NAME} (bigint) AS {sql.replace('%s', '$1')}"
+            )
+            _PREPARED_ON.add(raw)
+        cursor.execute(f"EXECUTE {_LOCK_NAME}(%s)", [shoe_id])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -126,18 +141,46 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     return shoe, turn, coup_id
 
 
-def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
-    """INSERT of unsaved instances, each field prepared as the ORM would."""
-    fields = [
-        f for f in model._meta.concrete_fields if with_pk or not f.primary_key
+# Values psycopg takes as they are: for these fields the ORM's preparation
+# only re-checks types it already has (str, int, bool, a foreign key's id).
+_AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+
+
+@lru_cache(maxsize=32)
+def _fields(model, names: tuple[str, ...] | None, with_pk: bool) -> tuple:
+    """(field, prepare?) for the columns written: `names`, else every
+    concrete field (the primary key only `with_pk`)."""
+    if names is None:
+        chosen = [
+            f for f in model._meta.concrete_fields if with_pk or not f.primary_key
+        ]
+    else:
+        chosen = [model._meta.get_field(name) for name in names]
+    plain = [
+        (isinstance(f, _AS_IS) or (f.is_relation and f.target_field.primary_key))
+        and not getattr(f, "auto_now", False)
+        and not getattr(f, "auto_now_add", False)
+        for f in chosen
     ]
+    return tuple(zip(chosen, plain, strict=True))
+
+
+def _values(obj, fields) -> list:
+    return [
+        getattr(obj, f.attname) if plain
+        else f.get_db_prep_save(f.pre_save(obj, True), connection)
+        for f, plain in fields
+    ]
+
+
+def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
+    """INSERT of unsaved instances, each value prepared as the ORM would."""
+    fields = _fields(model, None, with_pk)
     params = []
     for obj in rows:
-        params += [
-            f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields
-        ]
+        params += _values(obj, fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    columns = ", ".join(f'"{f.column}"' for f in fields)
+    columns = ", ".join(f'"{f.column}"' for f, _ in fields)
     sql = (
         f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
         + ", ".join([one] * len(rows))
@@ -145,15 +188,11 @@ def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
     return sql, params
 
 
-def _update(obj, names) -> tuple[str, list]:
-    model = type(obj)
-    fields = [model._meta.get_field(name) for name in names]
-    params = [
-        f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields
-    ]
-    sets = ", ".join(f'"{f.column}" = %s' for f in fields)
-    sql = f'UPDATE "{model._meta.db_table}" SET {sets} WHERE id = %s'
-    return sql, [*params, obj.pk]
+def _update(obj, names: tuple[str, ...]) -> tuple[str, list]:
+    fields = _fields(type(obj), names, False)
+    sets = ", ".join(f'"{f.column}" = %s' for f, _ in fields)
+    sql = f'UPDATE "{type(obj)._meta.db_table}" SET {sets} WHERE id = %s'
+    return sql, [*_values(obj, fields), obj.pk]
 
 
 _SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission"]
@@ -212,7 +251,7 @@ def coup_write(
     shoe.dealt = shoe_state.dealt
     shoe.card_counts = dict(shoe_state.counts)
     statements = [
-        _update(turn, TURN_FIELDS),
+        _update(turn, tuple(TURN_FIELDS)),
         _insert(Coup, [coup], with_pk=True),
         _insert(Stake, prepared.stakes),
     ]
@@ -220,7 +259,7 @@ def coup_write(
         statements.append(_insert(Finding, prepared.findings))
     statements += [
         _rollup_upsert(prepared, table_id),
-        _update(shoe, ["next_seq", "dealt", "card_counts"]),
+        _update(shoe, ("next_seq", "dealt", "card_counts")),
         chained_insert_sql(connection, **log),
     ]
     sql = ";\n".join(s for s, _ in statements)
