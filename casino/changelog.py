@@ -84,9 +84,11 @@ def log_action(
         row["hash"] = row_digest(**row)
         return ChangeLog.objects.create(**row)
     # One round trip for the lock, the head and the insert (_chained_insert).
-    sql, params = _chained_insert(connection, row)
+    (lock, lock_params, _), (insert, params, _) = _chained_insert(connection, row)
     with connection.cursor() as cursor:
-        cursor.execute(sql + " RETURNING id, prev_hash, hash", params)
+        cursor.execute(
+            f"{lock};\n{insert} RETURNING id, prev_hash, hash", lock_params + params
+        )
         cursor.nextset()  # past the lock's result, to the insert's
         pk, row["prev_hash"], row["hash"] = cursor.fetchone()
     entry = ChangeLog(pk=pk, **row)
@@ -113,10 +115,11 @@ def log_actions(entries: Iterable[Mapping[str, Any]]) -> list[ChangeLog]:
 
 # PostgreSQL: take the chain lock, then (a fresh statement, so it sees the
 # last holder's commit) insert the row linked to the head, its digest computed
-# by the database from the link and the body the caller computed. Two
-# statements for one round trip, appended to the caller's own batch.
-_CHAINED_INSERT = (
-    "SELECT pg_advisory_xact_lock(%s);\n"
+# by the database from the link and the body the caller computed.
+_CHAIN_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_CHAIN_FIELDS = ("at", "user_id", "device", "action", "object_type", "object_id",
+                 "reason", "old", "new")
+_CHAIN_INSERT = (
     "INSERT INTO casino_changelog (at, user_id, device, action, object_type, "
     "object_id, reason, old, new, prev_hash, hash) "
     "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, head.link, "
@@ -126,19 +129,23 @@ _CHAINED_INSERT = (
 )
 
 
-def chained_insert_sql(connection, **entry: Any) -> tuple[str, list]:
-    """SQL and parameters that write log_action's row (same arguments) on
-    PostgreSQL without a round trip of its own: the caller sends them with its
-    last statements, inside its transaction, last. The digest is the one
+def chained_insert_sql(connection, **entry: Any) -> list[tuple[str, list, tuple]]:
+    """The statements, parameters and parameter types (for a prepared
+    statement) that write log_action's row (same arguments) on PostgreSQL
+    without a round trip of its own: the caller sends them with its last
+    statements, inside its transaction, last. The digest is the one
     row_digest gives (the trail tests verify rows written this way)."""
     return _chained_insert(connection, _row(**entry))
 
 
-def _chained_insert(connection, row: dict) -> tuple[str, list]:
+def _chained_insert(connection, row: dict) -> list[tuple[str, list, tuple]]:
     fields = {f.attname: f for f in ChangeLog._meta.concrete_fields}
-    params = [ADVISORY_LOCK_KEY]
-    for name in ("at", "user_id", "device", "action", "object_type", "object_id",
-                 "reason", "old", "new"):
-        params.append(fields[name].get_db_prep_save(row[name], connection))
+    params = [
+        fields[name].get_db_prep_save(row[name], connection) for name in _CHAIN_FIELDS
+    ]
     params += [body_after_link(**row), GENESIS]
-    return _CHAINED_INSERT, params
+    types = tuple(fields[name].db_type(connection) for name in _CHAIN_FIELDS)
+    return [
+        (_CHAIN_LOCK, [ADVISORY_LOCK_KEY], ("bigint",)),
+        (_CHAIN_INSERT, params, (*types, "text", "text")),
+    ]

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from casino.models import ChangeLog
@@ -48,6 +49,9 @@ def play(shoe, user, key):
         )
         assert result.created
         payloads.append(result.coup)
+    # The bank was lost: the next seat opens a turn (a second turn, after one).
+    services.banker_turn_open(session=shoe.session, user=user,
+                              seat=payloads[-1].next_banker_seat, bank=D("150.00"))
     return payloads
 
 
@@ -72,8 +76,10 @@ def snapshot(shoe):
             {k: v for k, v in row.items() if k not in SKIP}
             | {"new": {k: v for k, v in row["new"].items() if k != "shoe"}}
             for row in ChangeLog.objects.filter(
-                action="tables.coup.recorded", object_id__in=[
-                    str(pk) for pk in coups.values_list("pk", flat=True)]
+                Q(action="tables.coup.recorded", object_id__in=[
+                    str(pk) for pk in coups.values_list("pk", flat=True)])
+                | Q(action="tables.turn.opened", object_id__in=[
+                    str(pk) for pk in session.turns.values_list("pk", flat=True)])
             ).order_by("id").values()
         ],
     }
@@ -99,6 +105,8 @@ def test_both_paths_write_the_same_rows(db, manager, croupier, monkeypatch):
 
     a, b = snapshot(fast_shoe), snapshot(orm_shoe)
     assert a["coups"] and a["findings"], "the game has coups and findings"
+    assert len(a["turns"]) == 2 and sum(
+        r["action"] == "tables.turn.opened" for r in a["log"]) == 2
     assert {f["code"] for f in a["findings"]} >= {"false_draw", "bank_mismatch"}
     for part in a:
         assert a[part] == b[part], part
@@ -121,12 +129,15 @@ def test_a_coup_is_two_statements(db, shoe, turn, croupier):
             stakes=[services.StakeInput(amount=D("100"), seat=2)],
         )
     sql = [q["sql"] for q in queries.captured_queries]
-    # The lock (shoe, turn, coup id), the batch of writes with the chained
-    # log row; savepoint statements only when nested in a test transaction.
+    # The lock (shoe, turn, coup id), then the batch of writes with the
+    # chained log row, all prepared statements met before (savepoint
+    # statements only when nested in a test transaction).
     work = [s for s in sql if "SAVEPOINT" not in s]
     assert len(work) == 2, sql
-    assert work[0].startswith("EXECUTE casino_coup_lock(")  # prepared once
-    assert "pg_advisory_xact_lock" in work[1] and "casino_changelog" in work[1]
+    assert work[0].startswith("EXECUTE casino_"), work[0]
+    batch = work[1].split(";\n")
+    # turn, coup, stakes, rollup cell, shoe, chain lock, change-log row
+    assert len(batch) == 7 and all(s.startswith("EXECUTE casino_") for s in batch)
 
 
 def test_missing_turn_falls_back_with_the_precise_refusal(db, shoe, croupier):

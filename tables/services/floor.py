@@ -16,6 +16,7 @@ from casino.changelog import log_action
 
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, HouseRules, Shoe, Table, TableauVersion, TableSession
+from . import ledger_pg
 
 STANDARD_TABLEAU_VERSION = "chemmy-standard-1"
 
@@ -387,14 +388,20 @@ def banker_turn_open(
     """Open a banker turn. After a pass, whoever takes the bank opens with
     exactly its standing amount; otherwise the bank is at least the minimum."""
     with transaction.atomic():
-        session = (
-            TableSession.objects.select_for_update(of=("self",))
-            .select_related("table__rules")
-            .get(pk=session.pk)
-        )
+        # PostgreSQL: the reads in one statement and the writes in another
+        # (ledger_pg); elsewhere, or for a table without rules, the ORM's.
+        fast = ledger_pg.lock_for_turn(session.pk) if ledger_pg.supported() else None
+        if fast is not None:
+            session, last, turn_id = fast
+        else:
+            session = (
+                TableSession.objects.select_for_update(of=("self",))
+                .select_related("table__rules")
+                .get(pk=session.pk)
+            )
+            # One open turn at most, and it is the latest: one read says both.
+            last = session.turns.order_by("-number").first()
         table = session.table
-        # One open turn at most, and it is the latest: one read says both.
-        last = session.turns.order_by("-number").first()
         turn_open = last is not None and last.closed_at is None
         bank, took_passed = turn_open_check(
             session_open=session.is_open,
@@ -405,7 +412,7 @@ def banker_turn_open(
             seat=seat,
             bank=bank,
         )
-        turn = BankerTurn.objects.create(
+        turn = BankerTurn(
             session=session,
             number=(last.number + 1) if last else 1,
             seat=seat,
@@ -415,13 +422,18 @@ def banker_turn_open(
             opened_at=timezone.now(),
             opened_by=user,
         )
-        log_action(
-            action="tables.turn.opened",
-            user=user,
-            device=device,
-            obj=turn,
-            new={"seat": seat, "bank": bank, "took_passed_bank": took_passed},
-        )
+        log = {
+            "action": "tables.turn.opened",
+            "user": user,
+            "device": device,
+            "obj": turn,
+            "new": {"seat": seat, "bank": bank, "took_passed_bank": took_passed},
+        }
+        if fast is not None:
+            ledger_pg.turn_write(turn, turn_id, log)
+        else:
+            turn.save()
+            log_action(**log)
     return turn
 
 

@@ -23,8 +23,10 @@ cannot disagree on a column (a test compares their rows).
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from django.db import connection, models
 
@@ -42,8 +44,21 @@ from ..models import (
     TableSession,
 )
 from ..rollups import OUTCOME_FIELD, _Delta
-from .ledger import PreparedCoup, ShoeState
-from .ledger_store import TURN_FIELDS
+
+if TYPE_CHECKING:  # ledger imports floor, which imports this module
+    from .ledger import PreparedCoup, ShoeState
+
+# A banker turn's running state, written after each coup (both paths).
+TURN_FIELDS = (
+    "bank",
+    "coups",
+    "garage_total",
+    "commission_total",
+    "suivi_seat",
+    "closed_at",
+    "end",
+    "closing_amount",
+)
 
 # Alias and model of each part of the lock statement, in the order read.
 _PARTS = (
@@ -104,10 +119,42 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     return sql, readers
 
 
-# Raw connections (PostgreSQL sessions) that hold the lock statement prepared:
-# planning its five-table join costs the server more than running it.
-_PREPARED_ON: weakref.WeakSet = weakref.WeakSet()
-_LOCK_NAME = "casino_coup_lock"
+# Statements prepared on each raw connection (a PostgreSQL session): planning
+# costs the server more than running these, the lock's five-table join above
+# all. A prepared statement outlives a rolled-back transaction and goes with
+# its connection, so each session prepares each statement once.
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _statement_name(sql: str) -> str:
+    return "casino_" + hashlib.sha1(sql.encode()).hexdigest()[:16]
+
+
+def _execute(cursor, statements) -> None:
+    """Run (sql, params, types) statements as prepared statements, in order,
+    in one round trip (plus one, the first time a session meets one of them,
+    to prepare it). `types`: PostgreSQL types of the parameters, or None
+    where the statement's columns give them."""
+    raw = connection.connection
+    known = _PREPARED.setdefault(raw, set())
+    missing, calls, params = [], [], []
+    for sql, values, types in statements:
+        name = _statement_name(sql)
+        if name not in known:
+            numbered = sql
+            for i in range(1, len(values) + 1):
+                numbered = numbered.replace("%s", f"${i}", 1)
+            declared = f" ({', '.join(types)})" if types else ""
+            missing.append((name, f"PREPARE {name}{declared} AS {numbered}"))
+        calls.append(
+            f"EXECUTE {name}({', '.join(['%s'] * len(values))})" if values
+            else f"EXECUTE {name}"
+        )
+        params += values
+    if missing:
+        cursor.execute(";\n".join(text for _, text in missing))
+        known.update(name for name, _ in missing)
+    cursor.execute(";\n".join(calls), params)
 
 
 def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
@@ -116,15 +163,7 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     which)."""
     sql, readers = _lock_statement()
     with connection.cursor() as cursor:
-        raw = connection.connection
-        if raw not in _PREPARED_ON:
-            # Once per database session (a prepared statement outlives a
-            # rolled-back transaction, and goes with its connection).
-            cursor.execute(
-                f"PREPARE {_LOCK_NAME} (bigint) AS {sql.replace('%s', '$1')}"
-            )
-            _PREPARED_ON.add(raw)
-        cursor.execute(f"EXECUTE {_LOCK_NAME}(%s)", [shoe_id])
+        _execute(cursor, [(sql, [shoe_id], ("bigint",))])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -185,14 +224,14 @@ def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
         f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
         + ", ".join([one] * len(rows))
     )
-    return sql, params
+    return sql, params, None
 
 
 def _update(obj, names: tuple[str, ...]) -> tuple[str, list]:
     fields = _fields(type(obj), names, False)
     sets = ", ".join(f'"{f.column}" = %s' for f, _ in fields)
     sql = f'UPDATE "{type(obj)._meta.db_table}" SET {sets} WHERE id = %s'
-    return sql, [*_values(obj, fields), obj.pk]
+    return sql, [*_values(obj, fields), obj.pk], None
 
 
 _SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission"]
@@ -219,7 +258,7 @@ def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
         findings={},
     )
     delta.apply(cell)  # the coup alone: a new cell's row, or what it adds
-    sql, params = _insert(DailyRollup, [cell])
+    sql, params, _ = _insert(DailyRollup, [cell])
     t = DailyRollup._meta.db_table
     sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
     if cell.findings:
@@ -228,7 +267,7 @@ def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
         ' ON CONFLICT ("table_id", "gaming_day", "croupier_id", "banker_seat") '
         "DO UPDATE SET " + ", ".join(sets)
     )
-    return sql, params
+    return sql, params, None
 
 
 def coup_write(
@@ -251,7 +290,7 @@ def coup_write(
     shoe.dealt = shoe_state.dealt
     shoe.card_counts = dict(shoe_state.counts)
     statements = [
-        _update(turn, tuple(TURN_FIELDS)),
+        _update(turn, TURN_FIELDS),
         _insert(Coup, [coup], with_pk=True),
         _insert(Stake, prepared.stakes),
     ]
@@ -260,11 +299,74 @@ def coup_write(
     statements += [
         _rollup_upsert(prepared, table_id),
         _update(shoe, ("next_seq", "dealt", "card_counts")),
-        chained_insert_sql(connection, **log),
+        *chained_insert_sql(connection, **log),
     ]
-    sql = ";\n".join(s for s, _ in statements)
-    params = [p for _, ps in statements for p in ps]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        _execute(cursor, statements)
     coup._state.adding = False
     coup._state.db = connection.alias
+
+
+@lru_cache(maxsize=1)
+def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
+    parts = (
+        ("session", TableSession),
+        ("tbl", Table),
+        ("rules", HouseRules),
+        ("last", BankerTurn),
+    )
+    readers = tuple(_Reader(model, alias) for alias, model in parts)
+    columns = ", ".join(c for r in readers for c in r.columns)
+    t = {alias: model._meta.db_table for alias, model in parts}
+    sql = (
+        f"SELECT nextval(pg_get_serial_sequence('{t['last']}', 'id')), {columns} "
+        f'FROM "{t["session"]}" session '
+        f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
+        f'JOIN "{t["rules"]}" rules ON rules.id = tbl.rules_id '
+        f'LEFT JOIN LATERAL (SELECT * FROM "{t["last"]}" turn '
+        "WHERE turn.session_id = session.id ORDER BY turn.number DESC LIMIT 1) "
+        "last ON true "
+        "WHERE session.id = %s "
+        "FOR UPDATE OF session"
+    )
+    return sql, readers
+
+
+def lock_for_turn(
+    session_id: int,
+) -> tuple[TableSession, BankerTurn | None, int] | None:
+    """banker_turn_open's reads in one statement: the session locked (as its
+    ORM path does), its table and house rules, its latest turn (None before
+    the first), and the new turn's id. None: no such session, or a table
+    without rules (the ORM path answers)."""
+    sql, readers = _turn_lock_statement()
+    with connection.cursor() as cursor:
+        _execute(cursor, [(sql, [session_id], ("bigint",))])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    turn_id, values, parts = row[0], list(row[1:]), []
+    for reader in readers:
+        n = len(reader.fields)
+        chunk, values = values[:n], values[n:]
+        parts.append(None if chunk[0] is None else reader.build(chunk))
+    session, table, rules, last = parts
+    table.rules = rules
+    session.table = table
+    return session, last, turn_id
+
+
+def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
+    """Insert a new turn with the id lock_for_turn took, and its change-log
+    row, in one round trip."""
+    turn.pk = turn_id
+    with connection.cursor() as cursor:
+        _execute(
+            cursor,
+            [
+                _insert(BankerTurn, [turn], with_pk=True),
+                *chained_insert_sql(connection, **log),
+            ],
+        )
+    turn._state.adding = False
+    turn._state.db = connection.alias

@@ -29,17 +29,7 @@ from ..models import (
 )
 from ..rollups import rollup_apply, rollup_apply_many
 from .ledger import CoupContext, PreparedCoup, ShoeState
-
-TURN_FIELDS = [
-    "bank",
-    "coups",
-    "garage_total",
-    "commission_total",
-    "suivi_seat",
-    "closed_at",
-    "end",
-    "closing_amount",
-]
+from .ledger_pg import TURN_FIELDS
 
 
 @lru_cache(maxsize=64)
