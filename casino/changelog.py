@@ -84,7 +84,7 @@ def log_action(
         row["hash"] = row_digest(**row)
         return ChangeLog.objects.create(**row)
     # One round trip for the lock, the head and the insert (_chained_insert).
-    (lock, lock_params, _), (insert, params, _) = _chained_insert(connection, row)
+    (lock, lock_params), (insert, params) = _chained_insert(connection, row)
     with connection.cursor() as cursor:
         cursor.execute(
             f"{lock};\n{insert} RETURNING id, prev_hash, hash", lock_params + params
@@ -119,33 +119,31 @@ def log_actions(entries: Iterable[Mapping[str, Any]]) -> list[ChangeLog]:
 _CHAIN_LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _CHAIN_FIELDS = ("at", "user_id", "device", "action", "object_type", "object_id",
                  "reason", "old", "new")
+# VALUES, so every parameter takes its column's type.
 _CHAIN_INSERT = (
+    "WITH head AS (SELECT coalesce((SELECT hash FROM casino_changelog "
+    "ORDER BY id DESC LIMIT 1), %s) AS link) "
     "INSERT INTO casino_changelog (at, user_id, device, action, object_type, "
     "object_id, reason, old, new, prev_hash, hash) "
-    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, head.link, "
-    "encode(sha256(convert_to('[\"' || head.link || '\",' || %s, 'UTF8')), 'hex') "
-    "FROM (SELECT coalesce((SELECT hash FROM casino_changelog "
-    "ORDER BY id DESC LIMIT 1), %s) AS link) AS head"
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, (SELECT link FROM head), "
+    "encode(sha256(convert_to("
+    "'[\"' || (SELECT link FROM head) || '\",' || %s::text, 'UTF8')), 'hex'))"
 )
 
 
-def chained_insert_sql(connection, **entry: Any) -> list[tuple[str, list, tuple]]:
-    """The statements, parameters and parameter types (for a prepared
-    statement) that write log_action's row (same arguments) on PostgreSQL
-    without a round trip of its own: the caller sends them with its last
-    statements, inside its transaction, last. The digest is the one
-    row_digest gives (the trail tests verify rows written this way)."""
+def chained_insert_sql(connection, **entry: Any) -> list[tuple[str, list]]:
+    """The statements and parameters that write log_action's row (same
+    arguments) on PostgreSQL without a round trip of its own: the caller sends
+    them with its last statements, inside its transaction, last. The digest is
+    the one row_digest gives (the trail tests verify rows written this way)."""
     return _chained_insert(connection, _row(**entry))
 
 
-def _chained_insert(connection, row: dict) -> list[tuple[str, list, tuple]]:
+def _chained_insert(connection, row: dict) -> list[tuple[str, list]]:
     fields = {f.attname: f for f in ChangeLog._meta.concrete_fields}
-    params = [
+    params = [GENESIS]
+    params += [
         fields[name].get_db_prep_save(row[name], connection) for name in _CHAIN_FIELDS
     ]
-    params += [body_after_link(**row), GENESIS]
-    types = tuple(fields[name].db_type(connection) for name in _CHAIN_FIELDS)
-    return [
-        (_CHAIN_LOCK, [ADVISORY_LOCK_KEY], ("bigint",)),
-        (_CHAIN_INSERT, params, (*types, "text", "text")),
-    ]
+    params.append(body_after_link(**row))
+    return [(_CHAIN_LOCK, [ADVISORY_LOCK_KEY]), (_CHAIN_INSERT, params)]

@@ -23,11 +23,10 @@ cannot disagree on a column (a test compares their rows).
 
 from __future__ import annotations
 
-import hashlib
-import weakref
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import psycopg
 from django.db import connection, models
 
 from casino.changelog import chained_insert_sql
@@ -119,42 +118,41 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     return sql, readers
 
 
-# Statements prepared on each raw connection (a PostgreSQL session): planning
-# costs the server more than running these, the lock's five-table join above
-# all. A prepared statement outlives a rolled-back transaction and goes with
-# its connection, so each session prepares each statement once.
-_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+class _PreparedCursor(psycopg.Cursor):
+    """Server-side binding, each statement prepared once per connection
+    (psycopg keeps them): planning costs the server more than running these
+    statements, the lock's five-table join above all."""
+
+    def execute(self, query, params=None, *, prepare=True, binary=None):
+        return super().execute(query, params, prepare=prepare, binary=binary)
 
 
-def _statement_name(sql: str) -> str:
-    return "casino_" + hashlib.sha1(sql.encode()).hexdigest()[:16]
-
-
-def _execute(cursor, statements) -> None:
-    """Run (sql, params, types) statements as prepared statements, in order,
-    in one round trip (plus one, the first time a session meets one of them,
-    to prepare it). `types`: PostgreSQL types of the parameters, or None
-    where the statement's columns give them."""
+def _execute(statements, *, fetch: bool = False):
+    """Run (sql, params) statements in order, prepared, in one round trip
+    (pipeline mode), through Django's cursor wrapper (its error mapping, query
+    logging and execute wrappers). Returns the last statement's first row when
+    `fetch`."""
+    connection.ensure_connection()
     raw = connection.connection
-    known = _PREPARED.setdefault(raw, set())
-    missing, calls, params = [], [], []
-    for sql, values, types in statements:
-        name = _statement_name(sql)
-        if name not in known:
-            numbered = sql
-            for i in range(1, len(values) + 1):
-                numbered = numbered.replace("%s", f"${i}", 1)
-            declared = f" ({', '.join(types)})" if types else ""
-            missing.append((name, f"PREPARE {name}{declared} AS {numbered}"))
-        calls.append(
-            f"EXECUTE {name}({', '.join(['%s'] * len(values))})" if values
-            else f"EXECUTE {name}"
-        )
-        params += values
-    if missing:
-        cursor.execute(";\n".join(text for _, text in missing))
-        known.update(name for name, _ in missing)
-    cursor.execute(";\n".join(calls), params)
+    if raw.prepare_threshold is None:
+        # Django turns psycopg's automatic preparing off (its own cursors bind
+        # client-side and never prepare); psycopg then ignores prepare=True
+        # too. A threshold no statement reaches by count lets ours through.
+        raw.prepare_threshold = 2**31 - 1
+    wrap = connection.make_debug_cursor if connection.queries_logged else (
+        connection.make_cursor
+    )  # as connection.cursor() does
+    cursor = wrap(_PreparedCursor(raw))
+    try:
+        if len(statements) == 1:
+            cursor.execute(*statements[0])
+        else:
+            with connection.wrap_database_errors, raw.pipeline():
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+        return cursor.fetchone() if fetch else None
+    finally:
+        cursor.close()
 
 
 def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
@@ -162,9 +160,7 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     None when there is no such shoe or no open turn (the ORM path says
     which)."""
     sql, readers = _lock_statement()
-    with connection.cursor() as cursor:
-        _execute(cursor, [(sql, [shoe_id], ("bigint",))])
-        row = cursor.fetchone()
+    row = _execute([(sql, [shoe_id])], fetch=True)
     if row is None:
         return None
     coup_id, values, parts = row[0], list(row[1:]), []
@@ -224,14 +220,14 @@ def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
         f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
         + ", ".join([one] * len(rows))
     )
-    return sql, params, None
+    return sql, params
 
 
 def _update(obj, names: tuple[str, ...]) -> tuple[str, list]:
     fields = _fields(type(obj), names, False)
     sets = ", ".join(f'"{f.column}" = %s' for f, _ in fields)
     sql = f'UPDATE "{type(obj)._meta.db_table}" SET {sets} WHERE id = %s'
-    return sql, [*_values(obj, fields), obj.pk], None
+    return sql, [*_values(obj, fields), obj.pk]
 
 
 _SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission"]
@@ -258,7 +254,7 @@ def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
         findings={},
     )
     delta.apply(cell)  # the coup alone: a new cell's row, or what it adds
-    sql, params, _ = _insert(DailyRollup, [cell])
+    sql, params = _insert(DailyRollup, [cell])
     t = DailyRollup._meta.db_table
     sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
     if cell.findings:
@@ -267,7 +263,7 @@ def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
         ' ON CONFLICT ("table_id", "gaming_day", "croupier_id", "banker_seat") '
         "DO UPDATE SET " + ", ".join(sets)
     )
-    return sql, params, None
+    return sql, params
 
 
 def coup_write(
@@ -301,8 +297,7 @@ def coup_write(
         _update(shoe, ("next_seq", "dealt", "card_counts")),
         *chained_insert_sql(connection, **log),
     ]
-    with connection.cursor() as cursor:
-        _execute(cursor, statements)
+    _execute(statements)
     coup._state.adding = False
     coup._state.db = connection.alias
 
@@ -340,9 +335,7 @@ def lock_for_turn(
     the first), and the new turn's id. None: no such session, or a table
     without rules (the ORM path answers)."""
     sql, readers = _turn_lock_statement()
-    with connection.cursor() as cursor:
-        _execute(cursor, [(sql, [session_id], ("bigint",))])
-        row = cursor.fetchone()
+    row = _execute([(sql, [session_id])], fetch=True)
     if row is None:
         return None
     turn_id, values, parts = row[0], list(row[1:]), []
@@ -360,13 +353,9 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
     row, in one round trip."""
     turn.pk = turn_id
-    with connection.cursor() as cursor:
-        _execute(
-            cursor,
-            [
-                _insert(BankerTurn, [turn], with_pk=True),
-                *chained_insert_sql(connection, **log),
-            ],
-        )
+    _execute([
+        _insert(BankerTurn, [turn], with_pk=True),
+        *chained_insert_sql(connection, **log),
+    ])
     turn._state.adding = False
     turn._state.db = connection.alias
