@@ -38,6 +38,9 @@ def configure(url: str) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",  # plain HTTP on loopback
         "CONN_MAX_AGE": "600",
         "LOG_LEVEL": "ERROR",
+        # Tablets retry as fast as they can from one address with few tokens:
+        # the API's rate limits (casino/throttles.py) must not answer 429.
+        "API_THROTTLING": "0",
     }
     os.environ.update(env)
     os.environ.pop("REDIS_URL", None)  # Celery eager: nothing queued elsewhere

@@ -5,6 +5,8 @@ with a message that names the variable, instead of failing later at the table.
 Defaults give the embedded set-up (SQLite under var/, Celery eager, DEBUG on).
 """
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -68,6 +70,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    # Sign-in lockout after repeated failures (the AXES block below).
+    "axes",
     "casino",
     "tables",
     "tables.tablet",
@@ -90,6 +94,8 @@ MIDDLEWARE = [
     "tables.tablet.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes asks: turns a locked-out sign-in into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "casino.urls"
@@ -145,6 +151,17 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker killed outright (OOM, host lost) leaves its running task unacked in
+# Redis; another worker puts it back on the queue once it is this many seconds
+# old (checked at worker start, then every ~100 s). Must exceed the longest
+# report build or re-audit chunk, or a task still running is delivered twice
+# (harmless: a report job is fenced by its attempt, a chunk is done once).
+_visibility = _read("CELERY_VISIBILITY_TIMEOUT", env.int, default=3600)
+if _visibility < 1:
+    raise ImproperlyConfigured(
+        "Environment variable CELERY_VISIBILITY_TIMEOUT: must be 1 second or more"
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility}
 CELERY_TIMEZONE = TIME_ZONE
 # Schedules live in the database (editable in the admin): `celery -A casino beat`.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -163,6 +180,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Axes first: it refuses a locked-out user name before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 # A croupier signs in once for a shift; the tablet's lock screen (PIN) covers
@@ -175,6 +197,22 @@ STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = DEBUG
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
 MEDIA_ROOT = _read("MEDIA_ROOT", env.path, default=str(VAR_DIR / "media"))
+
+# API rate limits (casino/throttles.py). Each rate is "N/s|min|hour|day" or
+# "off"; API_THROTTLING=0 turns them all off (bench/ only, never the floor).
+API_THROTTLING = _read("API_THROTTLING", env.bool, default=True)
+_RATE = r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)"
+
+
+def _rate(name: str, default: str) -> str | None:
+    value = _read(name, env.str, default=default).strip().lower()
+    if value != "off" and not re.fullmatch(_RATE, value):
+        raise ImproperlyConfigured(
+            f"Environment variable {name}: expected a rate such as 120/min "
+            f"(per s, min, hour or day) or off, got {value!r}"
+        )
+    return None if value == "off" or not API_THROTTLING else value
+
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -193,10 +231,58 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "casino.api.exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,
+    # Per user (per client IP when anonymous); casino/throttles.py says why
+    # each scope, and lets requests through if the cache (Redis) is down.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "casino.throttles.AnonRateThrottle",
+        "casino.throttles.UserRateThrottle",
+        "casino.throttles.ScopedRateThrottle",
+    ],
     "DEFAULT_THROTTLE_RATES": {
-        "login": _read("LOGIN_THROTTLE", env.str, default="30/min"),
+        "login": _rate("LOGIN_THROTTLE", "30/min"),
+        "anon": _rate("ANON_THROTTLE", "60/min"),
+        "api": _rate("API_THROTTLE", "600/min"),
+        "coup": _rate("COUP_THROTTLE", "120/min"),
+        "reports": _rate("REPORTS_THROTTLE", "60/hour"),
     },
+    # The client address for throttles and the sign-in lockout: REMOTE_ADDR,
+    # or the N-th address from the right of X-Forwarded-For behind N proxies
+    # that set it. Never the whole header: a client could forge it and be
+    # someone new at every request.
+    "NUM_PROXIES": _read("NUM_PROXIES", env.int, default=0),
 }
+if REST_FRAMEWORK["NUM_PROXIES"] < 0:
+    raise ImproperlyConfigured("Environment variable NUM_PROXIES: must be 0 or more")
+
+# Sign-in lockout (django-axes), for the sign-in page, the admin's and the API
+# token endpoint. Failures are counted per (user name, client address) pair:
+# someone guessing a croupier's password from one tablet locks that name out
+# on that tablet only: the croupier signs in on another tablet, and everyone
+# else keeps signing in on this one (a lockout per address alone would lock a
+# shared tablet's whole team out; per name alone would let anyone lock any
+# croupier out from anywhere). Guessing across many names from one address is
+# held back by LOGIN_THROTTLE. Counted in the database (works with Redis
+# down). Unlock early: `manage.py axes_reset_username NAME`, or the admin's
+# "Access attempts" page.
+AXES_ENABLED = _read("AXES_ENABLED", env.bool, default=True)
+AXES_FAILURE_LIMIT = _read("AXES_FAILURE_LIMIT", env.int, default=5)
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured(
+        "Environment variable AXES_FAILURE_LIMIT: must be 1 or more"
+    )
+_cooloff = _read("AXES_COOLOFF_MINUTES", env.int, default=15)
+if _cooloff < 0:
+    raise ImproperlyConfigured(
+        "Environment variable AXES_COOLOFF_MINUTES: must be 0 (until reset) or more"
+    )
+# 0: locked until someone resets it.
+AXES_COOLOFF_TIME = timedelta(minutes=_cooloff) if _cooloff else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "casino.throttles.client_ip"
+AXES_RESET_ON_SUCCESS = True  # a croupier's typo is forgotten once he is in
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "casino.signin.lockout_page"  # a page that says why
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 
 # Exposes /api/v1/bench/bare/ (one INSERT, nothing else) for bench/ only.
 BENCH_BARE_ENDPOINT = _read("BENCH_BARE_ENDPOINT", env.bool, default=False)

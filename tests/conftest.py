@@ -219,3 +219,17 @@ def pytest_configure(config):
 
     # Real hashing costs ~0.3 s a user; the tests are about the casino, not PBKDF2.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+    # The sign-in lockout (axes) refuses authenticate() without a request, and
+    # Django's test Client.login() passes none: give it a blank one (as axes'
+    # docs advise), so client.login(...) works and counts like a real sign-in.
+    from django.http import HttpRequest
+    from django.test import Client
+
+    plain_login = Client.login
+
+    def login(self, **credentials):
+        credentials.setdefault("request", HttpRequest())
+        return plain_login(self, **credentials)
+
+    Client.login = login

@@ -1,10 +1,16 @@
 """With the cache (Redis in production) unreachable, the floor keeps working:
-coups are recorded and read; only what needs Redis (reports) says so."""
+coups are recorded and read, the pit boss reviews flags, people sign in (and
+the lockout still holds: axes counts in the database), and the API's rate
+limits let requests through rather than answer 500 (casino/throttles.py);
+only what needs Redis (reports) says so."""
 
+import logging
 from decimal import Decimal
 
 import pytest
 import redis.exceptions
+
+from tests.audit.conftest import FALSE_DRAW, stake
 
 DEAD_REDIS = {
     "default": {
@@ -43,3 +49,99 @@ def test_coup_entry_and_reading_without_the_cache(
     listing = as_user(auditor).get("/api/v1/coups/")
     assert listing.status_code == 200 and listing.json()["count"] == 1
     assert turn.pk and Decimal(r.json()["bank_after"]) == Decimal("195.00")
+
+
+@pytest.fixture
+def flag(shoe, turn, croupier):
+    """A false draw at Table 1, flagged for review (built before the outage)."""
+    from audit.models import Flag
+    from audit.services import flags_sync
+    from tables import services
+
+    punter, banker = FALSE_DRAW
+    services.coup_record(
+        shoe_id=shoe.pk, user=croupier, punter=punter, banker=banker,
+        stakes=[stake("200", seat=3)], device="tablet-1",
+    )  # fmt: skip
+    flags_sync()
+    return Flag.objects.get()
+
+
+def test_the_pit_boss_reviews_flags_without_the_cache(
+    client, pitboss, flag, dead_cache
+):
+    client.force_login(pitboss)
+    assert client.get("/floor/").status_code == 200
+    queue = client.get("/floor/queue/")
+    assert queue.status_code == 200 and "false_draw" in queue.content.decode()
+    page = client.get(f"/floor/flags/{flag.pk}/")
+    assert page.status_code == 200 and "Confirm" in page.content.decode()
+    # Dismissing a finding the record still shows is refused (the page says
+    # why); confirming it is recorded.
+    r = client.post(f"/floor/flags/{flag.pk}/dismiss/", {"reason": "mis-key"})
+    assert r.status_code == 409
+    r = client.post(f"/floor/flags/{flag.pk}/confirm/", {"reason": "seen on camera"})
+    assert r.status_code == 302
+    flag.refresh_from_db()
+    assert flag.status == "confirmed" and flag.decided_by == pitboss
+
+
+def test_signing_in_and_the_lockout_without_the_cache(
+    client, api, croupier, croupier2, dead_cache
+):
+    login = "/accounts/login/"
+    r = client.post(login, {"username": "croupier1", "password": "pw-croupier1"})
+    assert r.status_code == 302 and "_auth_user_id" in client.session
+    client.logout()
+    r = api.post(
+        "/api/v1/auth/token/",
+        {"username": "croupier1", "password": "pw-croupier1"},
+        format="json",
+    )
+    assert r.status_code == 200 and r.json()["token"]
+    # Five failures lock croupier2 out on this device, page and API alike.
+    for _ in range(4):
+        r = client.post(login, {"username": "croupier2", "password": "wrong"})
+        assert r.status_code == 200
+    r = client.post(login, {"username": "croupier2", "password": "wrong"})
+    assert r.status_code == 429
+    r = api.post(
+        "/api/v1/auth/token/",
+        {"username": "croupier2", "password": "pw-croupier2"},
+        format="json",
+    )
+    assert r.status_code == 429 and r.json()["code"] == "locked_out"
+
+
+def test_throttles_fail_open_without_the_cache(
+    as_user, croupier, settings, shoe, turn, dead_cache, caplog, monkeypatch
+):
+    """At one request a minute, a live cache would refuse the second coup
+    (tests/test_security.py shows it); a dead one must not refuse them all
+    with a 500, nor with a 429: the coups go through, and the log says why."""
+    from casino import throttles
+
+    rest = dict(settings.REST_FRAMEWORK)
+    rest["DEFAULT_THROTTLE_RATES"] = {
+        **rest["DEFAULT_THROTTLE_RATES"], "coup": "1/min", "api": "1/min",
+    }  # fmt: skip
+    settings.REST_FRAMEWORK = rest
+    monkeypatch.setattr(throttles, "_last_warning", None)
+    client = as_user(croupier)
+    with caplog.at_level(logging.WARNING, logger="casino.throttles"):
+        for i in range(3):
+            r = client.post(
+                f"/api/v1/shoes/{shoe.pk}/coups/",
+                {
+                    "punter": ["2H", "3D"],
+                    "banker": ["8C", "TS"],
+                    "stakes": [{"seat": 2, "amount": "100.00"}],
+                },
+                format="json",
+                headers={"Idempotency-Key": f"fail-open-{i}"},
+            )
+            assert r.status_code == 201, r.content
+        assert client.get("/api/v1/coups/").json()["count"] == 3
+    warnings = [r for r in caplog.records if r.name == "casino.throttles"]
+    assert len(warnings) == 1  # once a minute, not once a request
+    assert "cache is unavailable" in warnings[0].getMessage()

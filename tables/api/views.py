@@ -11,11 +11,12 @@ from rest_framework import generics, status
 from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from casino.api import IdFilter
 from casino.roles import CROUPIER, Can, user_roles, works_at
+from casino.signin import forget_failures, locked_out, lockout_response
+from casino.throttles import ScopedRateThrottle
 
 from .. import chemmy, services
 from ..errors import Forbidden
@@ -62,17 +63,29 @@ class TokenView(APIView):
 
     @extend_schema(
         request=s.TokenRequestSerializer,
-        responses={200: s.TokenResponseSerializer, **errors(400)},
+        responses={
+            200: s.TokenResponseSerializer,
+            **errors(400),
+            429: OpenApiResponse(
+                s.ErrorSerializer,
+                description="Too many requests from this address, or this user "
+                "name is locked out on this device after repeated failures "
+                '(code "locked_out"); retry after the Retry-After header',
+            ),
+        },
         summary="Exchange a username and password for an API token",
     )
     def post(self, request):
         data = s.TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # With the request, so that the lockout (axes) counts this attempt.
         user = authenticate(
             request,
             username=data.validated_data["username"],
             password=data.validated_data["password"],
         )
+        if locked_out(request):
+            return lockout_response(request)
         if user is None or not user.is_active:
             return Response(
                 {
@@ -81,6 +94,7 @@ class TokenView(APIView):
                 },
                 status=status.HTTP_400_BAD_REQUEST,
             )
+        forget_failures(request, user)
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 
@@ -239,7 +253,7 @@ class TurnOpenView(APIView):
             device=device_of(request),
             **data.validated_data,
         )
-        return Response(s.TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
+        return Response(s.turn_payload(turn), status=status.HTTP_201_CREATED)
 
 
 class TurnDetailView(generics.RetrieveAPIView):
@@ -378,11 +392,12 @@ class CoupRecordView(APIView):
             expected_seq=v.get("expected_seq"),
             idempotency_key=key,
         )
-        coup = result.coup
-        if not result.created:  # a replay: read it back with its relations
-            coup = coups_queryset().get(pk=coup.pk)
+        if result.created:
+            payload = s.coup_payload(result.coup, result.stakes, result.findings)
+        else:  # a replay: read it back with its relations
+            payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
         return Response(
-            s.coup_payload(coup),
+            payload,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 
