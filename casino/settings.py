@@ -166,11 +166,15 @@ CELERY_TIMEZONE = TIME_ZONE
 # Schedules live in the database (editable in the admin): `celery -A casino beat`.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
+# A Redis that hangs must fail fast, as one that is down does: the roles and
+# rate limits then fall back / let requests through (tests/test_cache_down.py).
+REDIS_CACHE_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
     }
 else:

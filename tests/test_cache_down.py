@@ -145,3 +145,64 @@ def test_throttles_fail_open_without_the_cache(
     warnings = [r for r in caplog.records if r.name == "casino.throttles"]
     assert len(warnings) == 1  # once a minute, not once a request
     assert "cache is unavailable" in warnings[0].getMessage()
+
+
+def test_pin_unlock_waits_for_the_cache_and_says_so(
+    client, croupier, croupier2, dead_cache
+):
+    """A PIN is four digits: without its attempt counter it is refused
+    (503, a clear message), never a 500; the password sign-in is the way in."""
+    from tables.tablet.models import profile_for
+
+    profile = profile_for(croupier2)
+    profile.set_pin("2468")
+    profile.save()
+    r = client.post("/tablet/unlock/", {"username": "croupier2", "pin": "2468"})
+    assert r.status_code == 503
+    assert b"sign in with your password" in r.content
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.fixture
+def hung_cache(settings):
+    """A "Redis" that accepts connections and never answers, with the
+    production cache options (timeouts)."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    port = server.getsockname()[1]
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+            "OPTIONS": settings.REDIS_CACHE_OPTIONS,
+        }
+    }
+    yield
+    server.close()
+
+
+def test_a_hung_cache_fails_fast_and_coups_still_go_in(
+    as_user, croupier, shoe, turn, hung_cache
+):
+    """Without socket timeouts the request below would wait for ever; with
+    them every cache call gives up and the coup is recorded. (An alarm turns
+    a regression into a failure here instead of a hung suite.)"""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the request hung on the cache")
+
+    body = {"punter": ["2H", "3D"], "banker": ["8C", "TS"],
+            "stakes": [{"seat": 2, "amount": "100.00"}]}
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        r = as_user(croupier).post(
+            f"/api/v1/shoes/{shoe.pk}/coups/", body, format="json")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert r.status_code == 201, r.content

@@ -9,6 +9,8 @@ theirs. PIN attempts are limited per user name (cache counter).
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -20,6 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from casino.roles import has_capability
+from casino.throttles import CACHE_ERRORS
 
 from ..errors import ServiceError
 from ..models import TableSession
@@ -75,12 +78,22 @@ def unlock(request):
     if request.method == "POST" and form.is_valid():
         username = form.cleaned_data["username"].strip()
         key = _attempts_key(username)
-        attempts = cache.get(key, 0)
+        try:
+            attempts = cache.get(key, 0)
+        except CACHE_ERRORS:
+            # The attempt counter is out of reach (Redis down): a four-digit
+            # PIN without a limit could be guessed, so PINs wait; a password
+            # sign-in (its own lockout is counted in the database) still works.
+            attempts = None
         user = get_user_model().objects.filter(username=username).first()
         profile = (
             TabletProfile.objects.filter(user=user).first() if user else None
         )
-        if attempts >= MAX_ATTEMPTS:
+        if attempts is None:
+            error = _("PIN unlock is unavailable right now: sign in with your "
+                      "password.")
+            status = 503
+        elif attempts >= MAX_ATTEMPTS:
             error = _("Too many wrong PINs: wait five minutes or sign in.")
             status = 429
         elif (
@@ -89,14 +102,16 @@ def unlock(request):
             or profile is None
             or not profile.check_pin(form.cleaned_data["pin"])
         ):
-            cache.set(key, attempts + 1, BLOCK_SECONDS)
+            with suppress(*CACHE_ERRORS):  # gone since the read: nothing to count
+                cache.set(key, attempts + 1, BLOCK_SECONDS)
             error = _("Unknown user name or wrong PIN.")
             status = 400
         elif not has_capability(user, "coup.record"):
             error = _("Your role does not allow coup entry.")
             status = 403
         else:
-            cache.delete(key)
+            with suppress(*CACHE_ERRORS):
+                cache.delete(key)
             back = _safe_next(request, request.session.get(RETURN_KEY))
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             request.session.pop(LOCK_KEY, None)
