@@ -8,12 +8,9 @@ from .corrections import (
 )
 from .coups import RecordResult, StakeInput, coup_record
 from .floor import (
-    banker_turn_open,
-    banker_turn_pass,
     gaming_day_for,
     house_rules_change,
     next_seat,
-    passed_bank_offer,
     session_close,
     session_croupier_change,
     session_open,
@@ -22,6 +19,7 @@ from .floor import (
     table_create,
 )
 from .play import CoupEvent, PlayResult, ShoeEvent, TurnOpen, TurnPass, shoe_play
+from .turns import banker_turn_open, banker_turn_pass, passed_bank_offer
 
 __all__ = [
     "CorrectionPlan",

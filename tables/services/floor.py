@@ -1,4 +1,5 @@
-"""Services for the floor: tables, house rules, sessions, shoes, banker turns.
+"""Services for the floor: tables, house rules, sessions, shoes (banker turns:
+turns.py).
 
 Each service is keyword-only, runs in one transaction, locks the row it moves
 on, and writes its change-log row in that same transaction.
@@ -16,7 +17,7 @@ from casino.changelog import log_action
 
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, HouseRules, Shoe, Table, TableauVersion, TableSession
-from . import ledger_pg
+from .turns import _money, _turn_close
 
 STANDARD_TABLEAU_VERSION = "chemmy-standard-1"
 
@@ -31,14 +32,6 @@ def gaming_day_for(moment: datetime, cutoff_hour: int) -> date:
 def next_seat(seat: int, seats: int) -> int:
     """The seat on the banker's right (seat numbers run that way and wrap)."""
     return seat % seats + 1
-
-
-def _money(value: Decimal, field: str) -> Decimal:
-    if not isinstance(value, Decimal) or not value.is_finite():
-        raise Invalid(field, "must be a decimal amount")
-    if value.as_tuple().exponent < -2:
-        raise Invalid(field, "must have at most 2 decimal places")
-    return value
 
 
 def table_create(
@@ -331,144 +324,3 @@ def shoe_close(*, shoe: Shoe, user, device: str = "") -> Shoe:
             },
         )
     return shoe
-
-
-def passed_bank_offer(
-    session: TableSession,
-) -> tuple[BankerTurn | None, Decimal | None]:
-    """The bank standing on offer after a pass, if no turn has opened since."""
-    last = session.turns.order_by("-number").first()
-    return last, standing_offer(last)
-
-
-def standing_offer(last: BankerTurn | None) -> Decimal | None:
-    """The bank on offer after `last` (the session's latest turn) was passed."""
-    if last is not None and last.end == BankerTurn.End.PASSED:
-        return last.bank
-    return None
-
-
-def turn_open_check(
-    *,
-    session_open: bool,
-    turn_open: bool,
-    seats: int,
-    minimum_banco: Decimal,
-    last: BankerTurn | None,
-    seat: int,
-    bank: Decimal,
-) -> tuple[Decimal, bool]:
-    """May a turn open here with this seat and bank? Returns the bank and
-    whether it is the passed bank taken over (banker_turn_open, shoe_play)."""
-    if not session_open:
-        raise Conflict("session", "this session is closed")
-    if turn_open:
-        raise Conflict("session", "a banker turn is already open")
-    if not isinstance(seat, int) or not 1 <= seat <= seats:
-        raise Invalid("seat", f"must be a seat between 1 and {seats}")
-    bank = _money(bank, "bank")
-    offer = standing_offer(last)
-    took_passed = offer is not None and bank == offer and seat != last.seat
-    if not took_passed and bank < minimum_banco:
-        raise Invalid("bank", f"must be at least the minimum banco {minimum_banco}")
-    return bank, took_passed
-
-
-def turn_pass_check(turn: BankerTurn) -> None:
-    """May the bank be passed now (banker_turn_pass, shoe_play)?"""
-    if not turn.is_open:
-        raise Conflict("turn", "this banker turn is already over")
-    if turn.coups == 0:
-        raise Conflict("turn", "the bank can only be passed after a coup")
-
-
-def banker_turn_open(
-    *, session: TableSession, user, seat: int, bank: Decimal, device: str = ""
-) -> BankerTurn:
-    """Open a banker turn. After a pass, whoever takes the bank opens with
-    exactly its standing amount; otherwise the bank is at least the minimum."""
-    with transaction.atomic():
-        # PostgreSQL: the reads in one statement and the writes in another
-        # (ledger_pg); elsewhere, or for a table without rules, the ORM's.
-        fast = ledger_pg.lock_for_turn(session.pk) if ledger_pg.supported() else None
-        if fast is not None:
-            session, last, turn_id = fast
-        else:
-            session = (
-                TableSession.objects.select_for_update(of=("self",))
-                .select_related("table__rules")
-                .get(pk=session.pk)
-            )
-            # One open turn at most, and it is the latest: one read says both.
-            last = session.turns.order_by("-number").first()
-        table = session.table
-        turn_open = last is not None and last.closed_at is None
-        bank, took_passed = turn_open_check(
-            session_open=session.is_open,
-            turn_open=turn_open,
-            seats=table.seats,
-            minimum_banco=table.rules.minimum_banco,
-            last=last,
-            seat=seat,
-            bank=bank,
-        )
-        turn = BankerTurn(
-            session=session,
-            number=(last.number + 1) if last else 1,
-            seat=seat,
-            opening_bank=bank,
-            bank=bank,
-            took_passed_bank=took_passed,
-            opened_at=timezone.now(),
-            opened_by=user,
-        )
-        log = {
-            "action": "tables.turn.opened",
-            "user": user,
-            "device": device,
-            "obj": turn,
-            "new": {"seat": seat, "bank": bank, "took_passed_bank": took_passed},
-        }
-        if fast is not None:
-            ledger_pg.turn_write(turn, turn_id, log)
-        else:
-            turn.save()
-            log_action(**log)
-    return turn
-
-
-def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
-    """Suite: the banker passes the bank after a win. He leaves with the bank
-    and his garage; the bank is offered on at its standing amount."""
-    with transaction.atomic():
-        turn = BankerTurn.objects.select_for_update().get(pk=turn.pk)
-        turn_pass_check(turn)
-        _turn_close(turn, BankerTurn.End.PASSED, user=user, device=device)
-    return turn
-
-
-def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
-    new = turn_closing(turn, end, timezone.now())
-    turn.save(update_fields=["closed_at", "end", "closing_amount"])
-    log_action(
-        action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new
-    )
-
-
-def turn_closing(turn: BankerTurn, end: str, now: datetime) -> dict:
-    """End the turn in memory: the banker leaves with bank + garage when he
-    passes, the garage alone when he lost. Returns the change log's `new`."""
-    turn.closed_at = now
-    turn.end = end
-    turn.closing_amount = (
-        turn.garage_total
-        if end == BankerTurn.End.LOST
-        else turn.bank + turn.garage_total
-    )
-    return {
-        "bank": turn.bank,
-        "garage_total": turn.garage_total,
-        "commission_total": turn.commission_total,
-        "closing_amount": turn.closing_amount,
-        "coups": turn.coups,
-    }

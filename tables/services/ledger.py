@@ -20,7 +20,8 @@ from decimal import Decimal
 from .. import chemmy
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, Coup, Finding, HouseRules, Shoe, Stake, Table
-from .floor import gaming_day_for, next_seat, turn_closing
+from .floor import gaming_day_for, next_seat
+from .turns import turn_closing
 
 BANCO = {chemmy.Announcement.BANCO_SOLO, chemmy.Announcement.SUIVI}
 # The money columns are DecimalField(14, 2): nothing past this reaches them.

@@ -20,7 +20,6 @@ from django.utils import timezone
 from .. import chemmy
 from ..errors import Conflict, Invalid, ServiceError
 from ..models import BankerTurn, Coup, Shoe
-from .floor import turn_closing, turn_open_check, turn_pass_check
 from .ledger import (
     LEDGER_MAX,
     CoupInput,
@@ -39,6 +38,7 @@ from .ledger_store import (
     lock_shoe,
     shoe_check,
 )
+from .turns import turn_closing, turn_open_check, turn_pass_check
 
 
 @dataclass(frozen=True)
