@@ -33,7 +33,7 @@ class ReportJobSerializer(serializers.ModelSerializer):
         fields = [
             "id", "kind", "format", "params", "source", "status", "percent", "rows",
             "rows_expected", "error", "requested_by", "requested_at", "dispatched_at",
-            "started_at", "finished_at", "file_size", "sha256", "stamp",
+            "started_at", "finished_at", "attempts", "file_size", "sha256", "stamp",
             "status_url", "download_url",
         ]
 

@@ -32,6 +32,7 @@ def test_request_answers_202_with_a_status_url_then_the_file(
     assert r["Location"] == r.data["status_url"] == f"{URL}{r.data['id']}/"
     status = api.get(r.data["status_url"]).data
     assert status["status"] == "done" and status["percent"] == 100
+    assert status["attempts"] == 1  # built once (a redelivered task would show 2)
     assert status["stamp"]["generated_by"] == "manager1"
     assert status["download_url"] == f"{URL}{r.data['id']}/download/"
     download = api.get(status["download_url"])
