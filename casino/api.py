@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.views.defaults import page_not_found
 from django_filters import rest_framework as filters
 from drf_spectacular.openapi import AutoSchema
@@ -54,6 +54,17 @@ def exception_handler(exc, context):
             headers={"Retry-After": "1"},
         )
     response = drf_exception_handler(exc, context)
+    if (
+        response is not None
+        and not isinstance(exc, ValidationError)
+        and isinstance(response.data, dict)
+    ):
+        # DRF's own refusals (401, 403, 404, 405, 415, 429...) say what kind
+        # too, as every other 4xx body does: "throttled", "not_found"...
+        code = getattr(exc, "default_code", None)
+        if code is None:  # Django's own, which DRF answers as its equivalents
+            code = "not_found" if isinstance(exc, Http404) else "permission_denied"
+        response.data.setdefault("code", code)
     if response is not None and isinstance(exc, ValidationError):
         data = response.data
         if not isinstance(data, dict):  # ValidationError("...") from a view

@@ -408,3 +408,11 @@ def test_rates_from_the_environment_and_the_off_switch():
     for scope in ("anon", "api", "coup", "login", "reports"):
         assert f"('{scope}', None)" in out
 
+
+
+def test_drf_refusals_say_what_kind(api, as_user, croupier):
+    """401, 404 and 405 bodies carry a `code`, as the service refusals do."""
+    assert api.get("/api/v1/coups/").json()["code"] == "not_authenticated"
+    client = as_user(croupier)
+    assert client.get("/api/v1/coups/987654321/").json()["code"] == "not_found"
+    assert client.delete("/api/v1/coups/").json()["code"] == "method_not_allowed"
