@@ -37,6 +37,7 @@ from urllib.parse import unquote
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
@@ -326,6 +327,11 @@ def probe(op: Operation, role: str, source, floor, neighbours, app,
             pk = next(iter(case.path_parameters.values()))
             obj, session = table_object(op.collection, pk)
             theirs = obj is not None and not at_his_table(user, obj, session)
+        if user is not None:
+            # An allowed role may revoke API tokens, its own among them when
+            # the fuzzer draws its user id: give it back before each request.
+            Token.objects.get_or_create(key=floor.tokens[role],
+                                        defaults={"user": user})
         before = db_state() if (not allowed or theirs) else None
         response = case.call(app=app, headers=headers)
         INPUTS["permissions"] += 1
