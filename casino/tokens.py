@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from tables.errors import Invalid, NotFound
 
 from .changelog import log_action
+from .drf import CharField
 from .roles import Can
 
 
@@ -40,7 +41,7 @@ def token_revoke(*, user_id: int, actor, reason: str, device: str = "") -> bool:
 
 
 class RevokeIn(serializers.Serializer):
-    reason = serializers.CharField(max_length=500)
+    reason = CharField(max_length=500)
 
 
 class RevokeOut(serializers.Serializer):

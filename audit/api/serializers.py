@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from casino.drf import CharField
 from casino.models import ChangeLog
 from tables.api.serializers import (
     CoupSerializer,
@@ -24,7 +25,7 @@ class FlagEventSerializer(serializers.ModelSerializer):
 
 
 class FlagSerializer(serializers.ModelSerializer):
-    table_name = serializers.CharField(source="table.name", read_only=True)
+    table_name = CharField(source="table.name", read_only=True)
     croupier = serializers.StringRelatedField()
     decided_by = serializers.StringRelatedField()
     revision = serializers.IntegerField(source="coup.revision", default=None)
@@ -42,7 +43,7 @@ class FlagSerializer(serializers.ModelSerializer):
 class FlagDetailSerializer(FlagSerializer):
     events = FlagEventSerializer(many=True, read_only=True)
     current_coup = CoupSerializer(source="coup", read_only=True)
-    rule = serializers.CharField(read_only=True)
+    rule = CharField(read_only=True)
 
     class Meta(FlagSerializer.Meta):
         fields = [*FlagSerializer.Meta.fields, "events", "current_coup", "rule"]
@@ -50,7 +51,7 @@ class FlagDetailSerializer(FlagSerializer):
 
 class CountOptionSerializer(serializers.Serializer):
     value = serializers.JSONField(allow_null=True)
-    label = serializers.CharField()
+    label = CharField()
     count = serializers.IntegerField()
 
 
@@ -66,7 +67,7 @@ class FlagCountsSerializer(serializers.Serializer):
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=2000)
+    reason = CharField(max_length=2000)
 
 
 class ConfirmSerializer(ReasonSerializer):
@@ -82,8 +83,8 @@ class CorrectionInSerializer(serializers.Serializer):
 
 
 class CorrectionSerializer(CorrectionInSerializer):
-    reason = serializers.CharField(max_length=2000)
-    plan_digest = serializers.CharField(
+    reason = CharField(max_length=2000)
+    plan_digest = CharField(
         min_length=64, max_length=64,
         help_text="The digest of the preview the pit boss saw: the correction "
         "is refused (409) if the table moved on since.")
@@ -91,7 +92,7 @@ class CorrectionSerializer(CorrectionInSerializer):
 
 class DismissSerializer(ReasonSerializer):
     correction = CorrectionInSerializer(required=False, allow_null=True)
-    plan_digest = serializers.CharField(min_length=64, max_length=64,
+    plan_digest = CharField(min_length=64, max_length=64,
                                         required=False)
 
     def validate(self, attrs):
@@ -105,12 +106,12 @@ class PlanSerializer(serializers.Serializer):
     coup = serializers.IntegerField()
     shoe = serializers.IntegerField()
     seq = serializers.IntegerField()
-    commission_delta = serializers.CharField()
-    payout_delta_by_seat = serializers.DictField(child=serializers.CharField())
+    commission_delta = CharField()
+    payout_delta_by_seat = serializers.DictField(child=CharField())
     coups = serializers.ListField(child=serializers.DictField())
     turns = serializers.ListField(child=serializers.DictField())
     issues = serializers.ListField(child=serializers.DictField())
-    digest = serializers.CharField()
+    digest = CharField()
 
 
 class CorrectionResultSerializer(serializers.Serializer):
@@ -120,7 +121,7 @@ class CorrectionResultSerializer(serializers.Serializer):
 
 class CagnotteCountInSerializer(serializers.Serializer):
     counted = money_field(min_value=0)
-    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    reason = CharField(max_length=2000, required=False, allow_blank=True)
 
 
 class CagnotteCountSerializer(serializers.ModelSerializer):
@@ -154,27 +155,27 @@ class CagnotteStateSerializer(serializers.Serializer):
 
 
 class AttestSerializer(serializers.Serializer):
-    statement = serializers.CharField(max_length=100, default="certifié exact")
+    statement = CharField(max_length=100, default="certifié exact")
 
 
 class CroupierSerializer(serializers.Serializer):
     croupier = serializers.IntegerField(
         required=False, help_text="User id; omitted: yourself (a relief croupier "
         "taking over)")
-    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    reason = CharField(max_length=2000, required=False, allow_blank=True)
 
 
 class CroupierResultSerializer(serializers.Serializer):
     session = serializers.IntegerField()
     croupier = serializers.IntegerField()
-    croupier_name = serializers.CharField()
+    croupier_name = CharField()
 
 
 class FloorTableSerializer(serializers.Serializer):
     session = serializers.IntegerField(source="session.pk")
     table = serializers.IntegerField(source="table.pk")
-    table_name = serializers.CharField(source="table.name")
-    croupier = serializers.CharField(allow_null=True)
+    table_name = CharField(source="table.name")
+    croupier = CharField(allow_null=True)
     banker_seat = serializers.IntegerField(source="turn.seat", allow_null=True,
                                            default=None)
     bank = serializers.DecimalField(source="turn.bank", max_digits=14,
@@ -201,9 +202,9 @@ class TrailCheckSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     rows = serializers.IntegerField()
     head_id = serializers.IntegerField(allow_null=True)
-    head_hash = serializers.CharField()
+    head_hash = CharField()
     broken_id = serializers.IntegerField(allow_null=True)
-    problem = serializers.CharField(allow_blank=True)
+    problem = CharField(allow_blank=True)
 
 
 class StatsSerializer(serializers.Serializer):

@@ -7,6 +7,8 @@ from decimal import Decimal
 from django.urls import reverse
 from rest_framework import serializers
 
+from casino.drf import CharField
+
 from .models import ReauditRun, ReportJob
 from .selectors import GROUPS
 
@@ -26,7 +28,7 @@ class ReportRequestSerializer(serializers.Serializer):
 class ReportJobSerializer(serializers.ModelSerializer):
     status_url = serializers.SerializerMethodField()
     download_url = serializers.SerializerMethodField()
-    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    requested_by = CharField(source="requested_by.username", default=None)
 
     class Meta:
         model = ReportJob
@@ -49,7 +51,7 @@ class ReportJobSerializer(serializers.ModelSerializer):
 class ReauditRequestSerializer(serializers.Serializer):
     from_day = serializers.DateField()
     to_day = serializers.DateField()
-    tableau_version = serializers.CharField(
+    tableau_version = CharField(
         required=False, default="", allow_blank=True
     )
     chunk_size = serializers.IntegerField(required=False, default=2000)
@@ -74,7 +76,7 @@ class ReauditRunSerializer(serializers.ModelSerializer):
 
 class OddsQuerySerializer(serializers.Serializer):
     decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
-    tableau = serializers.CharField(required=False, default="chemmy-standard-1")
+    tableau = CharField(required=False, default="chemmy-standard-1")
     punto_banco = serializers.BooleanField(required=False, default=False)
     punter_draws_on_5 = serializers.BooleanField(required=False, default=True)
     banker_draws_optional = serializers.BooleanField(required=False, default=True)

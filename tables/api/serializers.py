@@ -7,6 +7,8 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from casino.drf import CharField
+
 from .. import chemmy
 from ..models import (
     BankerTurn,
@@ -31,7 +33,7 @@ def money_field(**kwargs) -> serializers.DecimalField:
 
 def hand_field() -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=3, trim_whitespace=True),
+        child=CharField(max_length=3, trim_whitespace=True),
         min_length=2,
         max_length=3,
         help_text='Card codes in the order dealt to that side, e.g. ["9H", "KD"].',
@@ -39,16 +41,16 @@ def hand_field() -> serializers.ListField:
 
 
 class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=128, style={"input_type": "password"})
+    username = CharField(max_length=150)
+    password = CharField(max_length=128, style={"input_type": "password"})
 
 
 class TokenResponseSerializer(serializers.Serializer):
-    token = serializers.CharField()
+    token = CharField()
 
 
 class HouseRulesSerializer(serializers.ModelSerializer):
-    tableau_version = serializers.CharField(source="tableau.version")
+    tableau_version = CharField(source="tableau.version")
 
     class Meta:
         model = HouseRules
@@ -78,7 +80,7 @@ class TableSerializer(serializers.ModelSerializer):
 
 
 class TableCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = CharField(max_length=100)
     seats = serializers.IntegerField(min_value=2, max_value=12, default=9)
     decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
     commission_rate = serializers.DecimalField(
@@ -97,7 +99,7 @@ class TableCreateSerializer(serializers.Serializer):
         default=Decimal("0.10"),
     )
     minimum_banco = money_field(default=Decimal("100.00"))
-    tableau_version = serializers.CharField(max_length=64, default="chemmy-standard-1")
+    tableau_version = CharField(max_length=64, default="chemmy-standard-1")
     gaming_day_cutoff = serializers.IntegerField(min_value=0, max_value=23, default=6)
 
 
@@ -186,7 +188,7 @@ class StakeInSerializer(serializers.Serializer):
     seat = serializers.IntegerField(
         min_value=1, max_value=12, required=False, allow_null=True
     )
-    standing = serializers.CharField(max_length=50, required=False, allow_blank=True)
+    standing = CharField(max_length=50, required=False, allow_blank=True)
     amount = money_field()
     announcement = serializers.ChoiceField(
         choices=[a.value for a in chemmy.Announcement], default="none"
@@ -294,26 +296,26 @@ class CoupSerializer(serializers.ModelSerializer):
 class CheckInSerializer(serializers.Serializer):
     punter = hand_field()
     banker = hand_field()
-    tableau_version = serializers.CharField(max_length=64, default="chemmy-standard-1")
+    tableau_version = CharField(max_length=64, default="chemmy-standard-1")
 
 
 class CheckFindingSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    severity = serializers.CharField()
-    side = serializers.CharField(allow_null=True)
-    message = serializers.CharField()
+    code = CharField()
+    severity = CharField()
+    side = CharField(allow_null=True)
+    message = CharField()
 
 
 class VerdictSerializer(serializers.Serializer):
-    punter = serializers.ListField(child=serializers.CharField())
-    banker = serializers.ListField(child=serializers.CharField())
+    punter = serializers.ListField(child=CharField())
+    banker = serializers.ListField(child=CharField())
     punter_total = serializers.IntegerField()
     banker_total = serializers.IntegerField()
     outcome = serializers.ChoiceField(choices=["banker", "punter", "tie"])
-    natural = serializers.CharField(allow_null=True)
-    punter_choice = serializers.CharField(allow_null=True)
-    banker_choice = serializers.CharField(allow_null=True)
-    tableau_version = serializers.CharField()
+    natural = CharField(allow_null=True)
+    punter_choice = CharField(allow_null=True)
+    banker_choice = CharField(allow_null=True)
+    tableau_version = CharField()
     findings = serializers.ListField(child=serializers.DictField())
 
 
