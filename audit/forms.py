@@ -108,7 +108,7 @@ def parse_stakes(data) -> tuple[list[dict], list[str]]:
         except (ArithmeticError, ValueError):
             errors.append(f"{where}.amount: not an amount")
             continue
-        if seat and not seat.isdigit():
+        if seat and not (seat.isascii() and seat.isdigit() and len(seat) <= 2):
             errors.append(f"{where}.seat: a seat number")
             continue
         rows.append({"amount": value, "seat": int(seat) if seat else None,

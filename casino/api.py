@@ -3,6 +3,8 @@ that documents every error a view can answer."""
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
@@ -109,6 +111,17 @@ def not_found(request, exception=None):
 
 # The largest id a URL or a filter takes: 18 digits fit a 64-bit integer column.
 MAX_ID = 999_999_999_999_999_999
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+def parse_id(value) -> int | None:
+    """An object id from a query string, a form or a session: ASCII digits
+    ("²".isdigit() is true, int("²") fails), from 1 to what the database
+    holds (SQLite overflows past 2**63). Anything else: None."""
+    text = value if isinstance(value, str) else ""
+    if _ID.fullmatch(text) and int(text) >= 1:
+        return int(text)
+    return None
 
 
 class IdConverter:

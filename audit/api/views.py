@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from casino.access import ByRoute
-from casino.api import IdFilter
+from casino.api import IdFilter, parse_id
 from casino.models import ChangeLog
 from casino.roles import CROUPIER, PITBOSS, user_roles
 from casino.trail import trail_verify
@@ -313,9 +313,9 @@ def stats_range(params) -> tuple[date, date, int | None]:
     if day_from > day_to or (day_to - day_from).days > 366:
         raise ValidationError({"from": "a range of at most a year, from <= to"})
     table = params.get("table") or None
-    if table is not None and not str(table).isdigit():
+    if table is not None and parse_id(table) is None:
         raise ValidationError({"table": "a table id"})
-    return day_from, day_to, int(table) if table else None
+    return day_from, day_to, parse_id(table)
 
 
 class StatsView(APIView):

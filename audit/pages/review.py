@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
+from casino.api import parse_id
 from casino.roles import has_capability
 from tables import services as floor_services
 from tables.api.views import device_of
@@ -114,8 +115,8 @@ def correct(request, pk: int):
     current = history[-1]
     flag = None
     flag_id = request.GET.get("flag") or request.POST.get("flag")
-    if flag_id and str(flag_id).isdigit():
-        flag = Flag.objects.filter(pk=flag_id).first()
+    if parse_id(flag_id):
+        flag = Flag.objects.filter(pk=parse_id(flag_id)).first()
     ctx = {"coup": current, "flag": flag, "announcements": ANNOUNCEMENTS,
            "plan": None, "error": None,
            "dismiss": (request.GET.get("dismiss") or request.POST.get("dismiss"))

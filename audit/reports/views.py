@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from casino.api import parse_id
 from casino.roles import has_capability
 from tables.errors import ServiceError
 from tables.models import Table, TableauVersion
@@ -138,8 +139,8 @@ def job_download(request, pk: int):
 @capability("report.read")
 def progress(request):
     """Progress of the running jobs and re-audits (polled by the pages)."""
-    ids = [int(i) for i in request.GET.getlist("job") if i.isdigit()]
-    runs = [int(i) for i in request.GET.getlist("run") if i.isdigit()]
+    ids = [i for i in map(parse_id, request.GET.getlist("job")) if i]
+    runs = [i for i in map(parse_id, request.GET.getlist("run")) if i]
     jobs = ReportJob.objects.filter(pk__in=ids) if ids else ReportJob.objects.filter(
         status__in=ACTIVE)[:20]
     return JsonResponse({

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from casino.api import parse_id
 from casino.roles import has_capability
 from casino.throttles import CACHE_ERRORS
 
@@ -49,8 +50,7 @@ def lock(request):
     """Sign out, remember the screen and the table, show the lock screen."""
     back = _safe_next(request, request.POST.get("next"))
     table = request.POST.get("table", "")[:100]
-    session_id = request.POST.get("session", "")
-    session_id = int(session_id) if session_id.isdigit() else None
+    session_id = parse_id(request.POST.get("session"))
     lang = request.session.get(language.SESSION_KEY)
     previous = request.user.get_username() if request.user.is_authenticated else ""
     logout(request)

@@ -180,3 +180,20 @@ def test_closed_sessions_wait_for_count_then_attestation(browser_as, pitboss,
     assert "count the box" in c.get("/floor/").content.decode()
     c.post(f"/floor/sessions/{session.pk}/count/", {"counted": "30.00"})
     assert "attest the count" in c.get("/floor/").content.decode()
+
+
+def test_ids_in_query_strings_and_forms_never_answer_500(browser_as, pitboss,
+                                                        manager, flag):
+    """Ids the database cannot hold, and digits that are not ASCII ("²" is
+    a digit to str.isdigit, not to int): ignored or refused, never a 500
+    (casino.api.parse_id)."""
+    c = browser_as(pitboss)
+    for bad in ("99999999999999999999999", "²", "0"):
+        r = c.get(f"/floor/coups/{flag.coup_id}/correct/?flag={bad}")
+        assert r.status_code == 200, bad
+        data = correction_form(flag.coup, action="preview", **{"stake-0-seat": bad})
+        r = c.post(f"/floor/coups/{flag.coup_id}/correct/", data)
+        assert r.status_code in (200, 400), (bad, r.status_code)
+    m = browser_as(manager)
+    r = m.get("/reports/progress.json?job=99999999999999999999999&job=²&run=²")
+    assert r.status_code == 200 and r.json()["jobs"] == []

@@ -150,3 +150,11 @@ def test_unlock_rejects_an_outside_next(client, croupier, croupier2):
     client.post("/tablet/lock/", {"next": "https://evil.example/x"})
     r = client.post("/tablet/unlock/", {"username": "croupier2", "pin": "2468"})
     assert r.status_code == 302 and r["Location"] == "/tablet/"
+
+
+@pytest.mark.parametrize("bad", ["99999999999999999999999", "²", "x"])
+def test_lock_with_a_broken_session_id_still_locks(client, croupier, bad):
+    client.force_login(croupier)
+    r = client.post("/tablet/lock/", {"next": "/tablet/", "session": bad})
+    assert r.status_code == 302 and r["Location"] == "/tablet/unlock/"
+    assert client.get("/tablet/unlock/").status_code == 200
