@@ -98,6 +98,17 @@ class _Reader:
         return self.model.from_db(connection.alias, self.names, values)
 
 
+def _split(values, readers) -> list:
+    """One instance per reader from a joined row, in order; None for a part
+    an outer join left empty (its primary key is NULL)."""
+    parts, values = [], list(values)
+    for reader in readers:
+        n = len(reader.fields)
+        chunk, values = values[:n], values[n:]
+        parts.append(None if chunk[0] is None else reader.build(chunk))
+    return parts
+
+
 @lru_cache(maxsize=1)
 def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     readers = tuple(_Reader(model, alias) for alias, model in _PARTS)
@@ -163,12 +174,8 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     row = _execute([(sql, [shoe_id])], fetch=True)
     if row is None:
         return None
-    coup_id, values, parts = row[0], list(row[1:]), []
-    for reader in readers:
-        n = len(reader.fields)
-        parts.append(reader.build(values[:n]))
-        values = values[n:]
-    shoe, session, table, rules, turn = parts
+    shoe, session, table, rules, turn = _split(row[1:], readers)
+    coup_id = row[0]
     table.rules = rules
     session.table = table
     shoe.session = session
@@ -338,12 +345,8 @@ def lock_for_turn(
     row = _execute([(sql, [session_id])], fetch=True)
     if row is None:
         return None
-    turn_id, values, parts = row[0], list(row[1:]), []
-    for reader in readers:
-        n = len(reader.fields)
-        chunk, values = values[:n], values[n:]
-        parts.append(None if chunk[0] is None else reader.build(chunk))
-    session, table, rules, last = parts
+    session, table, rules, last = _split(row[1:], readers)
+    turn_id = row[0]
     table.rules = rules
     session.table = table
     return session, last, turn_id
