@@ -7,8 +7,13 @@ Run from the project root:  .venv/bin/python bench/profile_coup.py
 Prints, for the coup endpoint and for the bare endpoint: queries per request,
 wall time per request, the queries of one coup request (--sql: in full), the
 functions with the most cumulative time, and a split of the coup request's
-time into areas (database round trips, ORM, DRF, engine...). Writes
-var/bench/profile_coup.json.
+time into areas (database round trips, ORM, DRF, engine...). Also the wall
+time of the request's steps (token auth, validation, the lock and write round
+trips, the engine, the response), and a floor: the bare request's time plus
+the coup's two round trips, i.e. what a coup would cost if everything else in
+it were free; bare / floor is the best throughput ratio this design can reach
+(bench_http.py's aim is 0.5), without and with the turn openings a lost bank
+adds. Writes var/bench/profile_coup.json.
 """
 
 from __future__ import annotations
@@ -68,6 +73,69 @@ class Queries:
             return execute(sql, params, many, context)
         finally:
             self.sql.append((sql, time.perf_counter() - t0))
+
+
+class Phases:
+    """Wall time spent inside a few functions of the request path, by label:
+    wraps them with perf_counter while installed (no profiler overhead)."""
+
+    # (label, module path, attribute path): the steps of a coup request and
+    # of a turn opening, outermost first.
+    POINTS = [
+        (
+            "token auth (both endpoints)",
+            "rest_framework.authentication",
+            "TokenAuthentication.authenticate",
+        ),
+        (
+            "coup: input validation",
+            "tables.api.serializers",
+            "CoupInSerializer.is_valid",
+        ),
+        ("coup: lock round trip", "tables.services.ledger_pg", "lock_for_coup"),
+        ("coup: engine, settlement, rows", "tables.services.coups", "coup_prepare"),
+        ("coup: write round trip", "tables.services.ledger_pg", "coup_write"),
+        ("coup: response body", "tables.api.serializers", "coup_payload"),
+        ("coup: service in all (+BEGIN/COMMIT)", "tables.services", "coup_record"),
+        ("turn: lock round trip", "tables.services.ledger_pg", "lock_for_turn"),
+        ("turn: write round trip", "tables.services.ledger_pg", "turn_write"),
+        ("turn: service in all (+BEGIN/COMMIT)", "tables.services", "banker_turn_open"),
+    ]
+
+    def __init__(self):
+        self.wall: Counter = Counter()
+        self._undo = []
+
+    def install(self) -> None:
+        import importlib
+
+        for label, module, attr in self.POINTS:
+            owner = importlib.import_module(module)
+            *path, name = attr.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            own = name in vars(owner)  # not inherited: put it back on undo
+            original = getattr(owner, name)
+            setattr(owner, name, self._timed(label, original))
+            self._undo.append((owner, name, original, own))
+
+    def remove(self) -> None:
+        for owner, name, original, own in reversed(self._undo):
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._undo.clear()
+
+    def _timed(self, label, fn):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[label] += time.perf_counter() - t0
+
+        return timed
 
 
 def main() -> None:
@@ -172,6 +240,21 @@ def main() -> None:
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         after(resp)
+    # 1b. The same, with the request's steps timed (Phases): coup requests
+    # and the turn openings that follow them, then bare requests.
+    phases = Phases()
+    phases.install()
+    turns_before = dict(turns)
+    t0 = time.perf_counter()
+    for k in range(10_000, 10_000 + args.coups):
+        coup = next_coup(k)
+        c0 = time.perf_counter()
+        resp = post_coup(coup)
+        phases.wall["coup: whole request"] += time.perf_counter() - c0
+        after(resp)
+    phases.wall["turn: whole request"] = turns["wall"] - turns_before["wall"]
+    phase_turns = turns["n"] - turns_before["n"]
+    phases.remove()
     # 2. Queries and cProfile, coups only.
     counts, shapes, one = [], Counter(), None
     prof = cProfile.Profile()
@@ -214,6 +297,33 @@ def main() -> None:
         f"bare endpoint: {bare_q} queries per request, {bare_ms:.2f} ms per "
         f"request, of which {bare_cpu:.2f} ms CPU in this process\n"
     )
+    print(
+        f"where a coup request's wall time goes ({args.coups} coups, "
+        f"{phase_turns} turn openings; ms per request of its kind):"
+    )
+    per = {}
+    for label, seconds in sorted(phases.wall.items()):
+        count = phase_turns if label.startswith("turn") else args.coups
+        if label.startswith("token"):
+            count = args.coups + phase_turns
+        per[label] = seconds / max(count, 1) * 1000
+        print(f"  {per[label]:6.2f} ms  {label}")
+    # The floor: a coup request that cost the bare request plus its two
+    # database round trips and nothing else, and a turn opening likewise.
+    share = phase_turns / args.coups
+    floor = bare_ms + per["coup: lock round trip"] + per["coup: write round trip"]
+    turn_floor = (
+        bare_ms
+        + per.get("turn: lock round trip", 0)
+        + per.get("turn: write round trip", 0)
+    )
+    print(
+        f"floor: bare {bare_ms:.2f} ms + the coup's two round trips = "
+        f"{floor:.2f} ms -> at best {bare_ms / floor:.2f} of the bare throughput;"
+        f"\n       with {share:.2f} turn openings per coup at their own floor "
+        f"({turn_floor:.2f} ms): at best "
+        f"{bare_ms / (floor + share * turn_floor):.2f}\n"
+    )
     print("queries per coup request, by shape:")
     for s, c in shapes.most_common():
         print(f"  {c / n:5.2f}  {s}")
@@ -242,6 +352,12 @@ def main() -> None:
                 "bare_ms": round(bare_ms, 2),
                 "bare_cpu_ms": round(bare_cpu, 2),
                 "server_binding": args.server_binding,
+                "phases_ms": {k: round(v, 3) for k, v in per.items()},
+                "turn_openings_per_coup": round(share, 3),
+                "floor_ratio": round(bare_ms / floor, 3),
+                "floor_ratio_with_turns": round(
+                    bare_ms / (floor + share * turn_floor), 3
+                ),
                 "query_shapes_per_coup": {
                     s: round(c / n, 2) for s, c in shapes.items()
                 },

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from tables import services
-from tables.errors import Conflict, Invalid
+from tables.errors import Conflict, Forbidden, Invalid, NotFound
 from tables.models import BankerTurn
 
 D = Decimal
@@ -61,6 +61,35 @@ def test_turn_needs_the_minimum_banco_and_a_real_seat(session, croupier):
     services.banker_turn_open(session=session, user=croupier, seat=1, bank=D("100"))
     with pytest.raises(Conflict):
         services.banker_turn_open(session=session, user=croupier, seat=2, bank=D("100"))
+
+
+def test_turn_opening_reads_the_session_under_its_lock(
+    as_user, session, croupier, croupier2, pitboss
+):
+    """The session is named by id and read once, locked: no such session is
+    a 404 naming it, another croupier's a 403, and nothing is written."""
+    with pytest.raises(NotFound) as err:
+        services.banker_turn_open(
+            session=session.pk + 1000, user=croupier, seat=1, bank=D("100")
+        )
+    assert err.value.field == "session"
+    with pytest.raises(Forbidden) as err:
+        services.banker_turn_open(
+            session=session.pk, user=croupier2, seat=1, bank=D("100")
+        )
+    assert err.value.field == "session"
+    url = f"/api/v1/sessions/{session.pk}/turns/"
+    r = post(as_user(croupier2), url, {"seat": 1, "bank": "100"})
+    assert r.status_code == 403 and "session" in r.json()
+    r = post(as_user(croupier), f"/api/v1/sessions/{session.pk + 1000}/turns/",
+             {"seat": 1, "bank": "100"})
+    assert r.status_code == 404 and "session" in r.json()
+    assert not BankerTurn.objects.exists()
+    # A pit boss may open it anywhere; the croupier who runs it, by id too.
+    turn = services.banker_turn_open(
+        session=session.pk, user=pitboss, seat=3, bank=D("100")
+    )
+    assert (turn.session_id, turn.number, turn.seat) == (session.pk, 1, 3)
 
 
 def test_pass_offers_the_standing_bank_in_rotation(as_user, croupier, session, shoe):

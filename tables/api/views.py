@@ -14,12 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from casino.api import IdFilter
-from casino.roles import CROUPIER, Can, user_roles, works_at
+from casino.roles import CROUPIER, Can, user_roles
 from casino.signin import forget_failures, locked_out, lockout_response
 from casino.throttles import ScopedRateThrottle
 
 from .. import chemmy, services
-from ..errors import Forbidden
 from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
 from . import serializers as s
 
@@ -36,12 +35,7 @@ ERRORS = {
 
 def own_session(request, session) -> None:
     """A croupier acts only at the session he runs (casino.roles.works_at)."""
-    if not works_at(request.user, session):
-        raise Forbidden(
-            "session",
-            "you are not the croupier of this session: a pit boss hands it "
-            "over, or take it over as the relief",
-        )
+    services.croupier_check(request.user, session)
 
 
 def errors(*codes: int) -> dict:
@@ -243,12 +237,12 @@ class TurnOpenView(APIView):
         summary="Open a banker turn (la main)",
     )
     def post(self, request, pk: int):
-        session = get_object_or_404(TableSession, pk=pk)
-        own_session(request, session)
         data = s.TurnOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # The service reads the session under its lock: 404, or 403 when
+        # this croupier does not run it (a hand-over racing us included).
         turn = services.banker_turn_open(
-            session=session,
+            session=pk,
             user=request.user,
             device=device_of(request),
             **data.validated_data,

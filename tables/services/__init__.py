@@ -1,5 +1,6 @@
 """Services write; selectors read. Everything that changes the floor is here."""
 
+from .access import croupier_check
 from .corrections import (
     CorrectionPlan,
     CorrectionResult,
@@ -30,6 +31,7 @@ __all__ = [
     "TurnOpen",
     "TurnPass",
     "coup_correct",
+    "croupier_check",
     "coup_correct_preview",
     "RecordResult",
     "StakeInput",

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from casino.changelog import log_actions
-from casino.roles import works_at
 
 from .. import chemmy
-from ..errors import Conflict, Forbidden, NotFound
+from ..errors import Conflict, NotFound
 from ..models import (
     BankerTurn,
     Coup,
@@ -28,6 +27,7 @@ from ..models import (
     TableSession,
 )
 from ..rollups import rollup_apply, rollup_apply_many
+from .access import croupier_check
 from .ledger import CoupContext, PreparedCoup, ShoeState
 from .ledger_pg import TURN_FIELDS
 
@@ -66,12 +66,7 @@ def lock_shoe(shoe_id: int, *, session_first: bool = False) -> Shoe:
 def shoe_check(user, shoe: Shoe) -> None:
     """Who may write to this shoe, and whether it still takes coups."""
     session = shoe.session
-    if not works_at(user, session):
-        raise Forbidden(
-            "session",
-            "you are not the croupier of this session: a pit boss hands it "
-            "over, or take it over as the relief",
-        )
+    croupier_check(user, session)
     if not shoe.is_open or not session.is_open:
         raise Conflict("shoe", "this shoe is closed")
 

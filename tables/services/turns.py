@@ -16,9 +16,10 @@ from django.utils import timezone
 
 from casino.changelog import log_action
 
-from ..errors import Conflict, Invalid
+from ..errors import Conflict, Invalid, NotFound
 from ..models import BankerTurn, TableSession
 from . import ledger_pg
+from .access import croupier_check
 
 
 def _money(value: Decimal, field: str) -> Decimal:
@@ -79,24 +80,31 @@ def turn_pass_check(turn: BankerTurn) -> None:
 
 
 def banker_turn_open(
-    *, session: TableSession, user, seat: int, bank: Decimal, device: str = ""
+    *, session: TableSession | int, user, seat: int, bank: Decimal, device: str = ""
 ) -> BankerTurn:
     """Open a banker turn. After a pass, whoever takes the bank opens with
-    exactly its standing amount; otherwise the bank is at least the minimum."""
+    exactly its standing amount; otherwise the bank is at least the minimum.
+    `session` is the row or its id: it is read again under its lock, and the
+    user must be its croupier then (a pit boss anywhere)."""
+    session_id = session if isinstance(session, int) else session.pk
     with transaction.atomic():
         # PostgreSQL: the reads in one statement and the writes in another
         # (ledger_pg); elsewhere, or for a table without rules, the ORM's.
-        fast = ledger_pg.lock_for_turn(session.pk) if ledger_pg.supported() else None
+        fast = ledger_pg.lock_for_turn(session_id) if ledger_pg.supported() else None
         if fast is not None:
             session, last, turn_id = fast
         else:
-            session = (
-                TableSession.objects.select_for_update(of=("self",))
-                .select_related("table__rules")
-                .get(pk=session.pk)
-            )
+            try:
+                session = (
+                    TableSession.objects.select_for_update(of=("self",))
+                    .select_related("table__rules")
+                    .get(pk=session_id)
+                )
+            except TableSession.DoesNotExist:
+                raise NotFound("session", f"no session with id {session_id}") from None
             # One open turn at most, and it is the latest: one read says both.
             last = session.turns.order_by("-number").first()
+        croupier_check(user, session)
         table = session.table
         turn_open = last is not None and last.closed_at is None
         bank, took_passed = turn_open_check(
@@ -146,9 +154,7 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
 def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
     new = turn_closing(turn, end, timezone.now())
     turn.save(update_fields=["closed_at", "end", "closing_amount"])
-    log_action(
-        action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new
-    )
+    log_action(action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new)
 
 
 def turn_closing(turn: BankerTurn, end: str, now: datetime) -> dict:

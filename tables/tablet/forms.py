@@ -135,4 +135,3 @@ class UnlockForm(forms.Form):
             attrs={"inputmode": "numeric", "autocomplete": "off"}
         ),
     )
-

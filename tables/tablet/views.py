@@ -286,4 +286,3 @@ def session_close(request, session_id: int):
     except ServiceError:
         pass
     return redirect(reverse("tablet:tables"))
-
