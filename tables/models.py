@@ -258,7 +258,11 @@ class Coup(AppendOnlyModel):
         PUNTER = "punter"
         TIE = "tie"
 
-    shoe = models.ForeignKey(Shoe, on_delete=models.PROTECT, related_name="coups")
+    # No index of its own: coup_seq_revision_unique (shoe, seq, revision)
+    # leads with it. Every index is one more insert per coup.
+    shoe = models.ForeignKey(
+        Shoe, on_delete=models.PROTECT, related_name="coups", db_index=False
+    )
     turn = models.ForeignKey(
         BankerTurn, on_delete=models.PROTECT, related_name="coup_set"
     )
@@ -268,7 +272,7 @@ class Coup(AppendOnlyModel):
     revision = models.PositiveSmallIntegerField(default=1)
     rules = models.ForeignKey(HouseRules, on_delete=models.PROTECT)
     tableau_version = models.CharField(max_length=64)
-    gaming_day = models.DateField(db_index=True)
+    gaming_day = models.DateField()  # indexed by (gaming_day, shoe), below
     created_at = models.DateTimeField()
     entered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
