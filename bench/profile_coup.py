@@ -302,7 +302,11 @@ def main() -> None:
         f"{phase_turns} turn openings; ms per request of its kind):"
     )
     per = {}
-    for label, seconds in sorted(phases.wall.items()):
+    order = [label for label, _, _ in Phases.POINTS]
+    order.insert(7, "coup: whole request")  # after the coup's steps
+    order.append("turn: whole request")
+    for label in order:
+        seconds = phases.wall[label]
         count = phase_turns if label.startswith("turn") else args.coups
         if label.startswith("token"):
             count = args.coups + phase_turns

@@ -188,9 +188,8 @@ def route_page(view):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if not allows(request.user, need):
-            return render(
-                request, "audit/forbidden.html", {"capability": need}, status=403
-            )
+            return render(request, "audit/forbidden.html",
+                          {"capability": need}, status=403)
         return view(request, *args, **kwargs)
 
     return wrapped

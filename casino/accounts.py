@@ -18,15 +18,8 @@ from django.db.models.signals import m2m_changed, post_save, pre_save
 
 from .changelog import log_action
 
-TRACKED = (
-    "username",
-    "first_name",
-    "last_name",
-    "email",
-    "is_active",
-    "is_staff",
-    "is_superuser",
-)
+TRACKED = ("username", "first_name", "last_name", "email", "is_active", "is_staff",
+           "is_superuser")
 _actor: ContextVar[tuple] = ContextVar("casino_actor", default=(None, ""))
 
 
@@ -38,10 +31,10 @@ class ActorMiddleware:
 
     def __call__(self, request):
         user = getattr(request, "user", None)
-        device = (
-            request.headers.get("X-Device") or request.headers.get("User-Agent") or ""
-        )[:200]
-        token = _actor.set((user if user and user.is_authenticated else None, device))
+        device = (request.headers.get("X-Device")
+                  or request.headers.get("User-Agent") or "")[:200]
+        token = _actor.set((user if user and user.is_authenticated else None,
+                            device))
         try:
             return self.get_response(request)
         finally:
@@ -85,18 +78,14 @@ def _after(sender, instance, created, update_fields=None, **kwargs):
 def _roles(sender, instance, action, reverse, pk_set, **kwargs):
     if action not in ("post_add", "post_remove", "pre_clear"):
         return
-    verb = {
-        "post_add": "roles_added",
-        "post_remove": "roles_removed",
-        "pre_clear": "roles_removed",
-    }[action]
+    verb = {"post_add": "roles_added", "post_remove": "roles_removed",
+            "pre_clear": "roles_removed"}[action]
     user_model = get_user_model()
     if not reverse:  # user.groups.add(...)
         if action == "pre_clear":
             pk_set = set(instance.groups.values_list("pk", flat=True))
-        names = sorted(
-            Group.objects.filter(pk__in=pk_set or ()).values_list("name", flat=True)
-        )
+        names = sorted(Group.objects.filter(pk__in=pk_set or ())
+                       .values_list("name", flat=True))
         if names:
             _log(action=f"auth.user.{verb}", obj=instance, new={"roles": names})
         return
@@ -111,6 +100,5 @@ def connect() -> None:
     user_model = get_user_model()
     pre_save.connect(_before, sender=user_model, dispatch_uid="casino_user_before")
     post_save.connect(_after, sender=user_model, dispatch_uid="casino_user_after")
-    m2m_changed.connect(
-        _roles, sender=user_model.groups.through, dispatch_uid="casino_user_roles"
-    )
+    m2m_changed.connect(_roles, sender=user_model.groups.through,
+                        dispatch_uid="casino_user_roles")

@@ -76,12 +76,7 @@ def log_action(
     here to the commit the chain is held (one writer at a time)."""
     connection = _connection()
     row = _row(
-        action=action,
-        user=user,
-        device=device,
-        obj=obj,
-        reason=reason,
-        old=old,
+        action=action, user=user, device=device, obj=obj, reason=reason, old=old,
         new=new,
     )
     if connection.vendor != "postgresql":
@@ -122,17 +117,8 @@ def log_actions(entries: Iterable[Mapping[str, Any]]) -> list[ChangeLog]:
 # last holder's commit) insert the row linked to the head, its digest computed
 # by the database from the link and the body the caller computed.
 _CHAIN_LOCK = "SELECT pg_advisory_xact_lock(%s)"
-_CHAIN_FIELDS = (
-    "at",
-    "user_id",
-    "device",
-    "action",
-    "object_type",
-    "object_id",
-    "reason",
-    "old",
-    "new",
-)
+_CHAIN_FIELDS = ("at", "user_id", "device", "action", "object_type", "object_id",
+                 "reason", "old", "new")
 # VALUES, so every parameter takes its column's type.
 _CHAIN_INSERT = (
     "WITH head AS (SELECT coalesce((SELECT hash FROM casino_changelog "

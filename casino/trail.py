@@ -24,18 +24,8 @@ from typing import Any
 
 GENESIS = "0" * 64
 FIELDS = (
-    "id",
-    "at",
-    "user_id",
-    "device",
-    "action",
-    "object_type",
-    "object_id",
-    "reason",
-    "old",
-    "new",
-    "prev_hash",
-    "hash",
+    "id", "at", "user_id", "device", "action", "object_type", "object_id",
+    "reason", "old", "new", "prev_hash", "hash",
 )
 # Any constant works; it only has to be the same for every writer of the log.
 ADVISORY_LOCK_KEY = 0x43484E  # "CHN"
@@ -59,16 +49,8 @@ def _body(
     new: Any,
 ) -> str:
     body = [
-        prev_hash,
-        _when(at),
-        user_id,
-        device or "",
-        action,
-        object_type or "",
-        object_id or "",
-        reason or "",
-        old,
-        new,
+        prev_hash, _when(at), user_id, device or "", action, object_type or "",
+        object_id or "", reason or "", old, new,
     ]
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -85,7 +67,7 @@ def body_after_link(**row: Any) -> str:
     database appends to the link it reads under the chain lock, so it can
     compute the digest itself (`casino.changelog.chained_insert_sql`). The
     link is 64 hex digits, which JSON writes as they are."""
-    return _body(**{**row, "prev_hash": ""})[len('["",') :]
+    return _body(**{**row, "prev_hash": ""})[len('["",'):]
 
 
 def chain_head(connection) -> str:
@@ -118,11 +100,8 @@ class TrailCheck:
 
     def to_dict(self) -> dict:
         return {
-            "ok": self.ok,
-            "rows": self.rows,
-            "head_id": self.head_id,
-            "head_hash": self.head_hash,
-            "broken_id": self.broken_id,
+            "ok": self.ok, "rows": self.rows, "head_id": self.head_id,
+            "head_hash": self.head_hash, "broken_id": self.broken_id,
             "problem": self.problem,
         }
 
@@ -139,30 +118,21 @@ def verify_rows(
         if r["prev_hash"] != prev:
             what = "the first row" if prev == GENESIS else f"row {head_id}"
             return TrailCheck(
-                count,
-                head_id,
-                prev,
-                rid,
+                count, head_id, prev, rid,
                 f"row {rid} ({r['action']}): its link does not match {what} "
                 "(a row before it was changed, removed or inserted)",
             )
         again = row_digest(**{k: r[k] for k in FIELDS if k not in ("id", "hash")})
         if again != r["hash"]:
             return TrailCheck(
-                count,
-                head_id,
-                prev,
-                rid,
+                count, head_id, prev, rid,
                 f"row {rid} ({r['action']}): its content does not match its digest "
                 "(the row was edited)",
             )
         if anchor is not None and rid == anchor[0]:
             if r["hash"] != anchor[1]:
                 return TrailCheck(
-                    count,
-                    head_id,
-                    prev,
-                    rid,
+                    count, head_id, prev, rid,
                     f"row {rid}: digest {r['hash']} is not the anchor {anchor[1]} "
                     "(the chain was rewritten up to here)",
                 )
@@ -170,10 +140,7 @@ def verify_rows(
         prev, head_id = r["hash"], rid
     if not anchor_seen:
         return TrailCheck(
-            count,
-            head_id,
-            prev,
-            anchor[0],
+            count, head_id, prev, anchor[0],
             f"row {anchor[0]} of the anchor is missing (rows were removed)",
         )
     return TrailCheck(count, head_id, prev)

@@ -86,11 +86,7 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
 
 
 ROLLUP_SUMS = [
-    "coups",
-    *OUTCOME_FIELD.values(),
-    "covered",
-    "covered_sq",
-    "commission",
+    "coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission",
     "findings",
 ]
 

@@ -427,8 +427,7 @@ def turn_payload(turn: BankerTurn) -> dict:
         "garage_total": _money(turn.garage_total),
         "commission_total": _money(turn.commission_total),
         "opened_at": _WHEN.to_representation(turn.opened_at),
-        "closed_at": None
-        if turn.closed_at is None
+        "closed_at": None if turn.closed_at is None
         else _WHEN.to_representation(turn.closed_at),
         "end": turn.end,
         "closing_amount": _money(turn.closing_amount),

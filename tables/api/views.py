@@ -239,8 +239,8 @@ class TurnOpenView(APIView):
     def post(self, request, pk: int):
         data = s.TurnOpenSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        # The service reads the session under its lock: 404, or 403 when
-        # this croupier does not run it (a hand-over racing us included).
+        # The service reads the session once, under its lock: 404 when there
+        # is none, 403 when this croupier does not run it.
         turn = services.banker_turn_open(
             session=pk,
             user=request.user,

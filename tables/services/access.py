@@ -8,8 +8,8 @@ from ..errors import Forbidden
 
 
 def croupier_check(user, session) -> None:
-    """A croupier acts only at the session he runs (casino.roles.works_at);
-    asked of the locked row, so a hand-over racing the request is seen."""
+    """A croupier acts only at the session he runs (casino.roles.works_at).
+    Services ask it of the session as read inside their own transaction."""
     if not works_at(user, session):
         raise Forbidden(
             "session",

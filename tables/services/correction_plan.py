@@ -16,20 +16,9 @@ from .coups import BANCO
 
 MONEY_FIELDS = ("bank_before", "covered", "garage", "commission", "bank_after")
 COMPARED = (
-    "punter_cards",
-    "banker_cards",
-    "punter_total",
-    "banker_total",
-    "outcome",
-    "natural",
-    "punter_choice",
-    "banker_choice",
-    "punter_seat",
-    "punter_standing",
-    "declared_bank",
-    *MONEY_FIELDS,
-    "cards_left_before",
-    "next_banker_seat",
+    "punter_cards", "banker_cards", "punter_total", "banker_total", "outcome",
+    "natural", "punter_choice", "banker_choice", "punter_seat", "punter_standing",
+    "declared_bank", *MONEY_FIELDS, "cards_left_before", "next_banker_seat",
 )
 
 
@@ -48,34 +37,23 @@ class CoupChange:
 
     def to_dict(self) -> dict:
         old = self.old
-        before = {
-            **{f: _plain(getattr(old, f)) for f in COMPARED},
-            "findings": self.old_codes,
-            "stakes": [_stake_dict(s) for s in old.stakes.all()],
-        }
-        after = {
-            **{f: _plain(self.values[f]) for f in COMPARED},
-            "findings": [f.code for f in self.findings],
-            "stakes": [
-                _plain_dict({k: v for k, v in s.items() if k != "position"})
-                for s in self.stakes
-            ],
-        }
+        before = {**{f: _plain(getattr(old, f)) for f in COMPARED},
+                  "findings": self.old_codes,
+                  "stakes": [_stake_dict(s) for s in old.stakes.all()]}
+        after = {**{f: _plain(self.values[f]) for f in COMPARED},
+                 "findings": [f.code for f in self.findings],
+                 "stakes": [_plain_dict({k: v for k, v in s.items()
+                                         if k != "position"})
+                            for s in self.stakes]}
         # Moving the cards left in the shoe alone changes no money: the page
         # lists those coups in one line, not one row each.
-        material = any(
-            before[k] != after[k] for k in before if k != "cards_left_before"
-        )
+        material = any(before[k] != after[k] for k in before
+                       if k != "cards_left_before")
         return {
-            "coup": old.pk,
-            "shoe": old.shoe.number,
-            "seq": old.seq,
-            "revision": old.revision,
-            "corrected": self.corrected,
-            "changed": self.changed,
-            "material": material or self.corrected,
-            "old": before,
-            "new": after,
+            "coup": old.pk, "shoe": old.shoe.number, "seq": old.seq,
+            "revision": old.revision, "corrected": self.corrected,
+            "changed": self.changed, "material": material or self.corrected,
+            "old": before, "new": after,
         }
 
 
@@ -86,13 +64,9 @@ class TurnChange:
     new: dict
 
     def to_dict(self) -> dict:
-        return {
-            "turn": self.turn.pk,
-            "number": self.turn.number,
-            "seat": self.turn.seat,
-            "old": _plain_dict(self.old),
-            "new": _plain_dict(self.new),
-        }
+        return {"turn": self.turn.pk, "number": self.turn.number,
+                "seat": self.turn.seat, "old": _plain_dict(self.old),
+                "new": _plain_dict(self.new)}
 
 
 @dataclass
@@ -126,8 +100,7 @@ class CorrectionPlan:
 
     def to_dict(self) -> dict:
         body = {
-            "coup": self.target.pk,
-            "shoe": self.target.shoe.number,
+            "coup": self.target.pk, "shoe": self.target.shoe.number,
             "seq": self.target.seq,
             "commission_delta": str(self.commission_delta),
             "payout_delta_by_seat": {
@@ -160,15 +133,9 @@ def _plain_dict(d: dict) -> dict:
 
 
 def _stake_dict(s: Stake) -> dict:
-    return {
-        "seat": s.seat,
-        "standing": s.standing,
-        "announcement": s.announcement,
-        "amount": str(s.amount),
-        "covered": str(s.covered),
-        "declined": str(s.declined),
-        "payout": str(s.payout),
-    }
+    return {"seat": s.seat, "standing": s.standing, "announcement": s.announcement,
+            "amount": str(s.amount), "covered": str(s.covered),
+            "declined": str(s.declined), "payout": str(s.payout)}
 
 
 def _who(seat, standing) -> str:
@@ -177,12 +144,8 @@ def _who(seat, standing) -> str:
 
 def _recorded_stakes(coup: Coup) -> list[chemmy.StakeIn]:
     return [
-        chemmy.StakeIn(
-            amount=s.amount,
-            seat=s.seat,
-            standing=s.standing or None,
-            announcement=chemmy.Announcement(s.announcement),
-        )
+        chemmy.StakeIn(amount=s.amount, seat=s.seat, standing=s.standing or None,
+                       announcement=chemmy.Announcement(s.announcement))
         for s in coup.stakes.all()
     ]
 

@@ -65,12 +65,8 @@ class CorrectionResult:
 
 
 def coup_correct_preview(
-    *,
-    coup: Coup,
-    punter: Sequence[str],
-    banker: Sequence[str],
-    stakes: Sequence[StakeInput],
-    declared_bank: Decimal | None = None,
+    *, coup: Coup, punter: Sequence[str], banker: Sequence[str],
+    stakes: Sequence[StakeInput], declared_bank: Decimal | None = None,
 ) -> CorrectionPlan:
     """The correction and everything it re-settles, with the money difference.
     Writes nothing."""
@@ -78,43 +74,27 @@ def coup_correct_preview(
 
 
 def coup_correct(
-    *,
-    coup: Coup,
-    user,
-    reason: str,
-    punter: Sequence[str],
-    banker: Sequence[str],
-    stakes: Sequence[StakeInput],
-    declared_bank: Decimal | None = None,
-    plan_digest: str | None = None,
-    device: str = "",
+    *, coup: Coup, user, reason: str, punter: Sequence[str], banker: Sequence[str],
+    stakes: Sequence[StakeInput], declared_bank: Decimal | None = None,
+    plan_digest: str | None = None, device: str = "",
 ) -> CorrectionResult:
     """Write the correction as a new revision and re-settle what follows."""
     reason = (reason or "").strip()
     if not reason:
         raise Invalid("reason", "a correction needs a reason")
     if coup.entered_by_id == getattr(user, "pk", None):
-        raise Forbidden(
-            "coup", "four eyes: you entered this coup, another pit boss must correct it"
-        )
+        raise Forbidden("coup", "four eyes: you entered this coup, another pit "
+                        "boss must correct it")
     with transaction.atomic():
         # Same lock order as coup_record (shoe, then turn): no deadlock.
-        list(
-            Shoe.objects.select_for_update()
-            .filter(session_id=coup.shoe.session_id)
-            .order_by("pk")
-        )
-        list(
-            BankerTurn.objects.select_for_update()
-            .filter(session_id=coup.shoe.session_id)
-            .order_by("pk")
-        )
+        list(Shoe.objects.select_for_update().filter(session_id=coup.shoe.session_id)
+             .order_by("pk"))
+        list(BankerTurn.objects.select_for_update()
+             .filter(session_id=coup.shoe.session_id).order_by("pk"))
         plan = _plan(coup, punter, banker, stakes, declared_bank)
         if plan_digest is not None and plan_digest != plan.digest:
-            raise Conflict(
-                "plan_digest",
-                "the table moved on since the preview; preview the correction again",
-            )
+            raise Conflict("plan_digest", "the table moved on since the preview; "
+                           "preview the correction again")
         return _apply(plan, user=user, reason=reason, device=device)
 
 
@@ -124,86 +104,49 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
     revisions, logs = [], []
     for ch in plan.changed:
         old = ch.old
-        why = (
-            reason
-            if ch.corrected
-            else (
-                f"re-settled after correction of coup {target.seq} "
-                f"of shoe {target.shoe.number}"
-            )
-        )
+        why = reason if ch.corrected else (
+            f"re-settled after correction of coup {target.seq} "
+            f"of shoe {target.shoe.number}")
         values = {k: v for k, v in ch.values.items() if not k.startswith("_")}
         new = Coup.objects.create(
-            shoe_id=old.shoe_id,
-            turn_id=old.turn_id,
-            seq=old.seq,
-            revision=old.revision + 1,
-            rules_id=old.rules_id,
-            tableau_version=old.tableau_version,
-            gaming_day=old.gaming_day,
-            created_at=old.created_at,
-            entered_by_id=old.entered_by_id,
-            device=old.device,
-            banker_seat=old.banker_seat,
-            finding_count=len(ch.findings),
-            corrected_by=user,
-            corrected_at=now,
-            correction_reason=why,
-            **values,
-        )
+            shoe_id=old.shoe_id, turn_id=old.turn_id, seq=old.seq,
+            revision=old.revision + 1, rules_id=old.rules_id,
+            tableau_version=old.tableau_version, gaming_day=old.gaming_day,
+            created_at=old.created_at, entered_by_id=old.entered_by_id,
+            device=old.device, banker_seat=old.banker_seat,
+            finding_count=len(ch.findings), corrected_by=user, corrected_at=now,
+            correction_reason=why, **values)
         Stake.objects.bulk_create(Stake(coup=new, **s) for s in ch.stakes)
         Finding.objects.bulk_create(
-            Finding(
-                coup=new,
-                code=f.code,
-                severity=f.severity,
-                side=f.side or "",
-                detail=dict(f.detail),
-                message=f.message,
-                tableau_version=old.tableau_version,
-            )
-            for f in ch.findings
-        )
+            Finding(coup=new, code=f.code, severity=f.severity, side=f.side or "",
+                    detail=dict(f.detail), message=f.message,
+                    tableau_version=old.tableau_version)
+            for f in ch.findings)
         table_id = old.shoe.session.table_id
         rollup_apply(old, ch.old_codes, table_id=table_id, sign=-1)
         rollup_apply(new, [f.code for f in ch.findings], table_id=table_id)
         revisions.append(new)
         summary = ch.to_dict()
-        logs.append(
-            {
-                "action": "tables.coup.corrected"
-                if ch.corrected
-                else "tables.coup.resettled",
-                "obj": new,
-                "reason": why,
-                "old": summary["old"],
-                "new": {
-                    **summary["new"],
-                    "revision": new.revision,
-                    "supersedes": old.pk,
-                },
-            }
-        )
+        logs.append({
+            "action": "tables.coup.corrected" if ch.corrected
+            else "tables.coup.resettled",
+            "obj": new, "reason": why, "old": summary["old"],
+            "new": {**summary["new"], "revision": new.revision,
+                    "supersedes": old.pk},
+        })
     for shoe_id, state in plan.shoes.items():
         Shoe.objects.filter(pk=shoe_id).update(**state)
     for tc in plan.turns:
         BankerTurn.objects.filter(pk=tc.turn.pk).update(**tc.new)
     body = plan.to_dict()
-    logs.append(
-        {
-            "action": "tables.coup.correction_applied",
-            "obj": revisions[0],
-            "reason": reason,
-            "new": {
-                "commission_delta": body["commission_delta"],
+    logs.append({
+        "action": "tables.coup.correction_applied", "obj": revisions[0],
+        "reason": reason,
+        "new": {"commission_delta": body["commission_delta"],
                 "payout_delta_by_seat": body["payout_delta_by_seat"],
-                "revisions": [r.pk for r in revisions],
-                "turns": body["turns"],
-                "issues": plan.issues,
-                "digest": body["digest"],
-            },
-        }
-    )
+                "revisions": [r.pk for r in revisions], "turns": body["turns"],
+                "issues": plan.issues, "digest": body["digest"]},
+    })
     # Logged last, in one batch: the trail's lock is held from here to the
     # commit (a shoe's worth of re-settled coups is one insert).
     log_actions([{"user": user, "device": device, **row} for row in logs])

@@ -148,7 +148,9 @@ def _record_locked(
             raise Conflict("turn", "no open banker turn: open one before dealing")
     ctx = coup_context(shoe, user, device)
     now = timezone.now()
-    prepared = coup_prepare(ctx, ShoeState.of(shoe), TurnState.of(turn), inp, now=now)
+    prepared = coup_prepare(
+        ctx, ShoeState.of(shoe), TurnState.of(turn), inp, now=now
+    )
     prepared.turn.apply(now)
     log = coup_log_entry(prepared, user=user, device=device)
     if fast is not None:

@@ -150,10 +150,8 @@ def _execute(statements, *, fetch: bool = False):
         # client-side and never prepare); psycopg then ignores prepare=True
         # too. A threshold no statement reaches by count lets ours through.
         raw.prepare_threshold = 2**31 - 1
-    wrap = (
-        connection.make_debug_cursor
-        if connection.queries_logged
-        else (connection.make_cursor)
+    wrap = connection.make_debug_cursor if connection.queries_logged else (
+        connection.make_cursor
     )  # as connection.cursor() does
     cursor = wrap(_PreparedCursor(raw))
     try:
@@ -211,8 +209,7 @@ def _fields(model, names: tuple[str, ...] | None, with_pk: bool) -> tuple:
 
 def _values(obj, fields) -> list:
     return [
-        getattr(obj, f.attname)
-        if plain
+        getattr(obj, f.attname) if plain
         else f.get_db_prep_save(f.pre_save(obj, True), connection)
         for f, plain in fields
     ]
@@ -226,8 +223,9 @@ def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
         params += _values(obj, fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     columns = ", ".join(f'"{f.column}"' for f, _ in fields)
-    sql = f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES ' + ", ".join(
-        [one] * len(rows)
+    sql = (
+        f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
+        + ", ".join([one] * len(rows))
     )
     return sql, params
 
@@ -358,11 +356,9 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
     row, in one round trip."""
     turn.pk = turn_id
-    _execute(
-        [
-            _insert(BankerTurn, [turn], with_pk=True),
-            *chained_insert_sql(connection, **log),
-        ]
-    )
+    _execute([
+        _insert(BankerTurn, [turn], with_pk=True),
+        *chained_insert_sql(connection, **log),
+    ])
     turn._state.adding = False
     turn._state.db = connection.alias

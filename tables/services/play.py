@@ -230,4 +230,6 @@ def _play_locked(*, shoe_id, user, device, inputs) -> PlayResult:
         log=play.log,
         table_id=play.ctx.table.pk,
     )
-    return PlayResult(shoe, [p.coup for p in play.coups], [*play.changed, *play.opened])
+    return PlayResult(
+        shoe, [p.coup for p in play.coups], [*play.changed, *play.opened]
+    )

@@ -47,15 +47,8 @@ class _Walk:
             self.turn_last_seq[c.turn_id] = (c.shoe.number, c.seq)
 
     def issue(self, coup: Coup, kind: str, message: str) -> None:
-        self.issues.append(
-            {
-                "coup": coup.pk,
-                "shoe": coup.shoe.number,
-                "seq": coup.seq,
-                "kind": kind,
-                "message": message,
-            }
-        )
+        self.issues.append({"coup": coup.pk, "shoe": coup.shoe.number,
+                            "seq": coup.seq, "kind": kind, "message": message})
 
     def _enter_turn(self, turn: BankerTurn) -> None:
         if turn.pk in self.bank:
@@ -83,13 +76,10 @@ class _Walk:
             if carried and carried != opening:
                 opening = carried
             elif not carried:
-                self.issue(
-                    self.target,
-                    "passed_bank_lost",
-                    f"Turn {turn.number} took over the bank turn "
-                    f"{prev.number} passed on, which is now lost: it keeps "
-                    f"its recorded opening bank {turn.opening_bank}.",
-                )
+                self.issue(self.target, "passed_bank_lost",
+                           f"Turn {turn.number} took over the bank turn "
+                           f"{prev.number} passed on, which is now lost: it keeps "
+                           f"its recorded opening bank {turn.opening_bank}.")
         self.new_opening[turn.pk] = opening
         return opening
 
@@ -105,21 +95,16 @@ class _Walk:
 
     def run(self, punter, banker, stakes, declared_bank) -> list[CoupChange]:
         out = []
-        for coup in self.coups[self.start :]:
+        for coup in self.coups[self.start:]:
             corrected = coup.pk == self.target.pk
             if corrected:
-                change = self._settle(
-                    coup, punter, banker, stakes, declared_bank, strict=True
-                )
+                change = self._settle(coup, punter, banker, stakes, declared_bank,
+                                      strict=True)
             else:
-                change = self._settle(
-                    coup,
-                    tuple(coup.punter_cards),
-                    tuple(coup.banker_cards),
-                    _recorded_stakes(coup),
-                    coup.declared_bank,
-                    strict=False,
-                )
+                change = self._settle(coup, tuple(coup.punter_cards),
+                                      tuple(coup.banker_cards),
+                                      _recorded_stakes(coup), coup.declared_bank,
+                                      strict=False)
             change.changed = corrected or _differs(coup, change)
             out.append(change)
         return out
@@ -133,27 +118,19 @@ class _Walk:
             bank = coup.bank_before  # the turn went on at the table: keep its bank
         else:
             bank = carried
-        verdict = chemmy.evaluate(
-            punter, banker, tableau=tableau_for(coup.tableau_version)
-        )
+        verdict = chemmy.evaluate(punter, banker,
+                                  tableau=tableau_for(coup.tableau_version))
         prev = self.last_coup[turn.pk]
         suivi = _suivi_after(prev, self.last_values[turn.pk])
         coverage = self._cover(coup, stakes, bank, seats, rules, suivi, strict)
-        settlement = chemmy.settle(
-            verdict.outcome,
-            coverage,
-            commission_rate=rules.commission_rate,
-            commission_unit=rules.commission_unit,
-        )
+        settlement = chemmy.settle(verdict.outcome, coverage,
+                                   commission_rate=rules.commission_rate,
+                                   commission_unit=rules.commission_unit)
         dealt, seen = self._shoe(coup)
         cards = list(punter) + list(banker)
         findings = list(verdict.findings) + chemmy.shoe_findings(
-            decks=coup.shoe.decks,
-            burned=coup.shoe.burned,
-            dealt_before=dealt,
-            seen=dict(seen),
-            new_cards=cards,
-        )
+            decks=coup.shoe.decks, burned=coup.shoe.burned, dealt_before=dealt,
+            seen=dict(seen), new_cards=cards)
         if declared is not None:
             mismatch = chemmy.bank_mismatch_finding(declared=declared, carried=bank)
             if mismatch is not None:
@@ -163,36 +140,24 @@ class _Walk:
         last = self.turn_last_seq[turn.pk] == (coup.shoe.number, coup.seq)
         self._check_structure(coup, turn, lost, last)
         values = {
-            "punter_cards": list(verdict.punter),
-            "banker_cards": list(verdict.banker),
-            "punter_total": verdict.punter_total,
-            "banker_total": verdict.banker_total,
-            "outcome": verdict.outcome.value,
-            "natural": verdict.natural or "",
+            "punter_cards": list(verdict.punter), "banker_cards": list(verdict.banker),
+            "punter_total": verdict.punter_total, "banker_total": verdict.banker_total,
+            "outcome": verdict.outcome.value, "natural": verdict.natural or "",
             "punter_choice": verdict.punter_choice or "",
             "banker_choice": verdict.banker_choice or "",
             "punter_seat": coverage.punter_seat,
             "punter_standing": coverage.punter_standing or "",
-            "declared_bank": declared,
-            "bank_before": settlement.bank_before,
-            "covered": settlement.covered,
-            "garage": settlement.garage,
-            "commission": settlement.commission,
-            "bank_after": settlement.bank_after,
+            "declared_bank": declared, "bank_before": settlement.bank_before,
+            "covered": settlement.covered, "garage": settlement.garage,
+            "commission": settlement.commission, "bank_after": settlement.bank_after,
             "cards_left_before": 52 * coup.shoe.decks - coup.shoe.burned - dealt,
             "next_banker_seat": next_seat(coup.banker_seat, seats) if lost else None,
         }
         stake_rows = [
-            {
-                "position": c.index,
-                "seat": c.stake.seat,
-                "standing": c.stake.standing or "",
-                "announcement": c.stake.announcement.value,
-                "amount": c.stake.amount,
-                "covered": c.covered,
-                "declined": c.declined,
-                "payout": payout,
-            }
+            {"position": c.index, "seat": c.stake.seat,
+             "standing": c.stake.standing or "",
+             "announcement": c.stake.announcement.value, "amount": c.stake.amount,
+             "covered": c.covered, "declined": c.declined, "payout": payout}
             for c, payout in zip(coverage.stakes, settlement.payouts, strict=True)
         ]
         values["_stakes"] = stake_rows
@@ -202,12 +167,8 @@ class _Walk:
         return CoupChange(coup, strict, values, stake_rows, findings)
 
     def _cover(self, coup, stakes, bank, seats, rules, suivi, strict):
-        kwargs = {
-            "bank": bank,
-            "banker_seat": coup.banker_seat,
-            "seats": seats,
-            "minimum_banco": rules.minimum_banco,
-        }
+        kwargs = {"bank": bank, "banker_seat": coup.banker_seat, "seats": seats,
+                  "minimum_banco": rules.minimum_banco}
         if strict:
             return chemmy.cover_stakes(stakes, suivi_seat=suivi, **kwargs)
         # The record stands: a suivi was checked when it was dealt.
@@ -219,32 +180,23 @@ class _Walk:
                 chemmy.StakeIn(amount=s.amount, seat=s.seat, standing=s.standing)
                 for s in stakes
             ]
-            self.issue(
-                coup,
-                "announcement",
-                f"Coup {coup.seq} of shoe {coup.shoe.number}: {exc.message} "
-                f"with the re-computed bank {bank}; covered as plain stakes.",
-            )
+            self.issue(coup, "announcement",
+                       f"Coup {coup.seq} of shoe {coup.shoe.number}: {exc.message} "
+                       f"with the re-computed bank {bank}; covered as plain stakes.")
             return chemmy.cover_stakes(plain, **kwargs)
 
     def _check_structure(self, coup, turn, lost, last):
         where = f"Coup {coup.seq} of shoe {coup.shoe.number}"
         if lost and not last:
-            self.issue(
-                coup,
-                "bank_lost_mid_turn",
-                f"{where} now loses the bank, yet turn {turn.number} "
-                "(seat {}) went on: its later coups are settled on the banks "
-                "recorded at the table.".format(turn.seat),
-            )
+            self.issue(coup, "bank_lost_mid_turn",
+                       f"{where} now loses the bank, yet turn {turn.number} "
+                       "(seat {}) went on: its later coups are settled on the banks "
+                       "recorded at the table.".format(turn.seat))
         elif last and not lost and turn.end == BankerTurn.End.LOST:
-            self.issue(
-                coup,
-                "bank_kept_turn_ended",
-                f"{where} is now a banker win, yet turn {turn.number} "
-                f"(seat {turn.seat}) ended there as lost: its closing "
-                "amount becomes bank + garage.",
-            )
+            self.issue(coup, "bank_kept_turn_ended",
+                       f"{where} is now a banker win, yet turn {turn.number} "
+                       f"(seat {turn.seat}) ended there as lost: its closing "
+                       "amount becomes bank + garage.")
 
 
 def _differs(coup: Coup, change: CoupChange) -> bool:
@@ -254,20 +206,16 @@ def _differs(coup: Coup, change: CoupChange) -> bool:
     new_f = sorted((f.code, f.side or "", f.message) for f in change.findings)
     if old_f != new_f:
         return True
-    old_s = [
-        (s.covered, s.declined, s.payout, s.announcement) for s in coup.stakes.all()
-    ]
-    new_s = [
-        (s["covered"], s["declined"], s["payout"], s["announcement"])
-        for s in change.stakes
-    ]
+    old_s = [(s.covered, s.declined, s.payout, s.announcement)
+             for s in coup.stakes.all()]
+    new_s = [(s["covered"], s["declined"], s["payout"], s["announcement"])
+             for s in change.stakes]
     return old_s != new_s
 
 
 def _session_coups(session_id: int) -> list[Coup]:
     return list(
-        current_coups()
-        .filter(shoe__session_id=session_id)
+        current_coups().filter(shoe__session_id=session_id)
         .select_related("shoe__session__table", "turn", "rules", "entered_by")
         .prefetch_related("stakes", "findings")
         .order_by("shoe__number", "seq")
@@ -290,20 +238,14 @@ def _plan(coup: Coup, punter, banker, stakes, declared_bank) -> CorrectionPlan:
             f"this is revision {coup.revision}; revision "
             f"{current.revision if current else '?'} is the current one",
         )
-    turns = list(
-        BankerTurn.objects.filter(session_id=coup.shoe.session_id).order_by("number")
-    )
+    turns = list(BankerTurn.objects.filter(session_id=coup.shoe.session_id)
+                 .order_by("number"))
     walk = _Walk(current, coups, turns)
     changes = walk.run(punter, banker, engine_stakes, declared_bank)
     if not _differs(current, changes[0]):
         raise Invalid("punter", "the correction changes nothing in this coup")
-    return CorrectionPlan(
-        current,
-        changes,
-        _turn_changes(walk, coups, changes),
-        _shoe_changes(walk, coups),
-        walk.issues,
-    )
+    return CorrectionPlan(current, changes, _turn_changes(walk, coups, changes),
+                          _shoe_changes(walk, coups), walk.issues)
 
 
 def _turn_changes(walk: _Walk, coups, changes) -> list[TurnChange]:
@@ -327,35 +269,23 @@ def _turn_changes(walk: _Walk, coups, changes) -> list[TurnChange]:
             v = ch.values if ch else {f: getattr(c, f) for f in MONEY_FIELDS}
             garage += v["garage"]
             commission += v["commission"]
-            last = (
-                ch.values if ch else {"bank_after": c.bank_after, "outcome": c.outcome}
-            )
+            last = ch.values if ch else {"bank_after": c.bank_after,
+                                         "outcome": c.outcome}
         lost = last is not None and last["outcome"] == "punter"
         bank = last["bank_after"] if last else opening
-        new = {
-            "opening_bank": opening,
-            "bank": bank,
-            "garage_total": garage,
-            "commission_total": commission,
-        }
+        new = {"opening_bank": opening, "bank": bank, "garage_total": garage,
+               "commission_total": commission}
         if turn.closed_at is not None:
             new["closing_amount"] = garage if lost else bank + garage
         elif lost:
             # The open turn's last coup now loses the bank: it cannot go on
             # with nothing to cover a stake, so it ends here, as coup_record
             # would have ended it.
-            new.update(
-                closed_at=timezone.now(),
-                end=BankerTurn.End.LOST,
-                closing_amount=garage,
-                suivi_seat=None,
-            )
-            walk.issue(
-                walk.target,
-                "turn_closed",
-                f"Turn {turn.number} (seat {turn.seat}) now loses its "
-                "bank: it is closed; the next seat opens a new bank.",
-            )
+            new.update(closed_at=timezone.now(), end=BankerTurn.End.LOST,
+                       closing_amount=garage, suivi_seat=None)
+            walk.issue(walk.target, "turn_closed",
+                       f"Turn {turn.number} (seat {turn.seat}) now loses its "
+                       "bank: it is closed; the next seat opens a new bank.")
         else:
             prev = by_turn[turn_id][-1] if by_turn[turn_id] else None
             ch = new_by_id.get(prev.pk) if prev else None

@@ -14,12 +14,7 @@ from ..models import TableauVersion
 
 
 def tableau_create(
-    *,
-    version: str,
-    rows: dict,
-    user,
-    reason: str,
-    description: str = "",
+    *, version: str, rows: dict, user, reason: str, description: str = "",
     device: str = "",
 ) -> TableauVersion:
     reason = (reason or "").strip()
@@ -36,16 +31,10 @@ def tableau_create(
         if TableauVersion.objects.filter(version=version).exists():
             raise Invalid("version", f"tableau {version!r} already exists")
         row = TableauVersion.objects.create(
-            version=version,
-            description=description[:200],
-            rows=engine.to_dict()["rows"],
-        )
-        log_action(
-            action="tables.tableau.created",
-            user=user,
-            device=device,
-            obj=row,
-            reason=reason,
-            new={"version": version, "rows": row.rows, "description": row.description},
-        )
+            version=version, description=description[:200],
+            rows=engine.to_dict()["rows"])
+        log_action(action="tables.tableau.created", user=user, device=device,
+                   obj=row, reason=reason,
+                   new={"version": version, "rows": row.rows,
+                        "description": row.description})
     return row

@@ -154,7 +154,9 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
 def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
     new = turn_closing(turn, end, timezone.now())
     turn.save(update_fields=["closed_at", "end", "closing_amount"])
-    log_action(action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new)
+    log_action(
+        action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new
+    )
 
 
 def turn_closing(turn: BankerTurn, end: str, now: datetime) -> dict:

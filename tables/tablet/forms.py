@@ -135,3 +135,4 @@ class UnlockForm(forms.Form):
             attrs={"inputmode": "numeric", "autocomplete": "off"}
         ),
     )
+

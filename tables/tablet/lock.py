@@ -86,11 +86,12 @@ def unlock(request):
             # sign-in (its own lockout is counted in the database) still works.
             attempts = None
         user = get_user_model().objects.filter(username=username).first()
-        profile = TabletProfile.objects.filter(user=user).first() if user else None
+        profile = (
+            TabletProfile.objects.filter(user=user).first() if user else None
+        )
         if attempts is None:
-            error = _(
-                "PIN unlock is unavailable right now: sign in with your password."
-            )
+            error = _("PIN unlock is unavailable right now: sign in with your "
+                      "password.")
             status = 503
         elif attempts >= MAX_ATTEMPTS:
             error = _("Too many wrong PINs: wait five minutes or sign in.")
@@ -152,7 +153,9 @@ def preferences(request):
             profile.language = prefs.cleaned_data["language"]
             profile.save(update_fields=["language", "updated_at"])
             language.remember(request, profile.language)
-            lang = profile.language or translation.get_language_from_request(request)
+            lang = profile.language or translation.get_language_from_request(
+                request
+            )
             translation.activate(lang)
             request.LANGUAGE_CODE = lang
             saved = _("Language saved.")

@@ -211,7 +211,8 @@ def js_strings() -> dict[str, str]:
         "cards_left": _("Cards left in the shoe"),
         "cards_left_bar": _("{n} cards left"),
         "cards_low": _(
-            "Only {n} cards left: no coup may begin with fewer than 7. Close the shoe."
+            "Only {n} cards left: no coup may begin with fewer than 7. "
+            "Close the shoe."
         ),
         "findings": _("Flagged for the pit boss"),
         "provisional": _("Waiting to be sent: figures are provisional"),

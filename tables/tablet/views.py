@@ -286,3 +286,4 @@ def session_close(request, session_id: int):
     except ServiceError:
         pass
     return redirect(reverse("tablet:tables"))
+
