@@ -17,6 +17,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.conftest import _missing
+
 
 @pytest.fixture(autouse=True)
 def _reports_env(request, settings, tmp_path):
@@ -165,8 +167,12 @@ def start_worker(transactional_db, settings, tmp_path):
     worker started is stopped at the end (by PID)."""
     from django.db import connection
 
-    if connection.vendor != "postgresql" or not settings.REDIS_URL:
-        pytest.skip("needs PostgreSQL and Redis")  # the markers already say why
+    # The tests' postgres/redis markers say so first; this guards a test
+    # that forgot them (a failure under CI, as every missing service).
+    if connection.vendor != "postgresql":
+        _missing("PostgreSQL", "a Celery worker needs the test database on it")
+    if not settings.REDIS_URL:
+        _missing("Redis", "a Celery worker needs a broker: set REDIS_URL")
     from casino.celery import app
 
     app.conf.task_always_eager = False
