@@ -47,10 +47,13 @@ class ChangeLog(AppendOnlyModel):
     reason = models.TextField(blank=True)
     old = models.JSONField(null=True, blank=True)
     new = models.JSONField(null=True, blank=True)
-    # The hash chain (casino/trail.py): the digest of the row before this one,
-    # and of this row's content with that link.
+    # Digests of the ledger rows this write inserted or changed (casino/trail.py).
+    ledger = models.JSONField(null=True, blank=True)
+    # The keyed chain (casino/trail.py): the digest of the row before this one,
+    # this row's HMAC over its content and that link, and which key signed it.
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
+    key_id = models.CharField(max_length=16, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -41,6 +41,29 @@ if not SECRET_KEY:
     # Only for a laptop or a demo: DEBUG is on, nothing here is worth protecting.
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
+# The change log is an HMAC chain keyed with TRAIL_KEY (casino/trail.py): the
+# key lives in the environment only, never in the database, so whoever holds
+# the database alone cannot rebuild a valid chain after an edit.
+TRAIL_KEY = _read("TRAIL_KEY", env.str, default="")
+if not TRAIL_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "Environment variable TRAIL_KEY is required when DEBUG is off "
+            "(at least 32 characters, e.g. `openssl rand -hex 32`)."
+        )
+    TRAIL_KEY = "dev-only-trail-key-do-not-use-in-production"
+elif len(TRAIL_KEY) < 32:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_KEY: at least 32 characters "
+        "(e.g. `openssl rand -hex 32`)"
+    )
+# Keys retired by a rotation, still needed to verify the rows they signed.
+TRAIL_OLD_KEYS = _read("TRAIL_OLD_KEYS", env.list, default=[])
+if TRAIL_KEY in TRAIL_OLD_KEYS:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_OLD_KEYS: must not hold the current TRAIL_KEY"
+    )
+
 ALLOWED_HOSTS = _read(
     "ALLOWED_HOSTS", env.list, default=["127.0.0.1", "localhost", "testserver"]
 )
@@ -129,10 +152,36 @@ if DATABASES["default"].get("ENGINE") not in _ENGINES:
     )
 # Persistent connections: a coup is a handful of queries, a new connection per
 # request would cost more than the coup itself.
+# The tables' owner, for `migrate` and `db_roles` only (casino/dbowner.py);
+# web and workers run as the role of DATABASE_URL, which owns nothing.
+MIGRATE_DATABASE = (
+    _read("MIGRATE_DATABASE_URL", env.db_url_config, env.str("MIGRATE_DATABASE_URL"))
+    if env.str("MIGRATE_DATABASE_URL", default="")
+    else None
+)
+if MIGRATE_DATABASE and MIGRATE_DATABASE.get("ENGINE") != DATABASES["default"].get(
+    "ENGINE"
+):
+    raise ImproperlyConfigured(
+        "Environment variable MIGRATE_DATABASE_URL: must name the same kind of "
+        "database as DATABASE_URL (the owner of the same PostgreSQL database)"
+    )
 DATABASES["default"]["CONN_MAX_AGE"] = _read("CONN_MAX_AGE", env.int, default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Anchors of the chain's head, outside the database (casino/anchors.py): a
+# directory the app only ever adds files to; mount it from storage the
+# database's people cannot rewrite.
+TRAIL_ANCHOR_DIR = Path(
+    _read("TRAIL_ANCHOR_DIR", env.str, default=str(VAR_DIR / "anchors"))
+)
+TRAIL_ANCHOR_MINUTES = _read("TRAIL_ANCHOR_MINUTES", env.int, default=15)
+if not 1 <= TRAIL_ANCHOR_MINUTES <= 1440:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_ANCHOR_MINUTES: between 1 and 1440"
+    )
 
 REDIS_URL = _read("REDIS_URL", env.str, default="")
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
@@ -165,6 +214,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility}
 CELERY_TIMEZONE = TIME_ZONE
 # Schedules live in the database (editable in the admin): `celery -A casino beat`.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat copies these into the database at start (and keeps them in step).
+CELERY_BEAT_SCHEDULE = {
+    "trail-anchor": {
+        "task": "trail.anchor",
+        "schedule": timedelta(minutes=TRAIL_ANCHOR_MINUTES),
+        "kwargs": {"reason": "interval"},
+    },
+}
 
 # A Redis that hangs must fail fast, as one that is down does: the roles and
 # rate limits then fall back / let requests through (tests/test_cache_down.py).

@@ -50,6 +50,69 @@ def _service_markers(request):
             _missing("Redis", "set REDIS_URL=redis://... to run this test")
 
 
+# On PostgreSQL the app under test connects as the runtime role that
+# `db_roles` makes (casino/dbroles.py): it owns nothing and may not TRUNCATE,
+# UPDATE an append-only row or touch a trigger, so every test proves the app
+# works with only those privileges. The test database itself is created and
+# migrated by DATABASE_URL's user (the owner).
+APP_ROLE = "casino_app_test"
+
+
+def _as_app_role(sender, connection, **kwargs):
+    if connection.vendor == "postgresql":
+        with connection.connection.cursor() as cursor:
+            cursor.execute(f"SET ROLE {APP_ROLE}")
+
+
+def _flush_as_owner(original):
+    """Django's flush between transactional tests TRUNCATEs every table: the
+    owner's work, past the append-only tables' TRUNCATE triggers (a
+    superuser's replication mode skips triggers)."""
+
+    def flush(self, sql_list):
+        with self.connection.cursor() as cursor:
+            cursor.execute("RESET ROLE")
+            cursor.execute("SET session_replication_role = replica")
+        try:
+            return original(self, sql_list)
+        finally:
+            with self.connection.cursor() as cursor:
+                cursor.execute("SET session_replication_role = origin")
+                cursor.execute(f"SET ROLE {APP_ROLE}")
+
+    return flush
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    from django.core.management import call_command
+    from django.db import connection, connections
+    from django.db.backends.signals import connection_created
+
+    if connection.vendor != "postgresql":
+        yield
+        return
+    import io
+
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    with django_db_blocker.unblock():
+        call_command("db_roles", app_role=APP_ROLE, stdout=io.StringIO())
+        for c in connections.all():
+            c.close()
+    original = DatabaseOperations.execute_sql_flush
+    DatabaseOperations.execute_sql_flush = _flush_as_owner(original)
+    connection_created.connect(_as_app_role)
+    try:
+        yield
+    finally:
+        connection_created.disconnect(_as_app_role)
+        DatabaseOperations.execute_sql_flush = original
+        with django_db_blocker.unblock():
+            for c in connections.all():
+                c.close()
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """Debian's Chromium, never a downloaded browser (RECIPES.md)."""
@@ -75,6 +138,18 @@ def screenshot(page):
         return path
 
     return _shot
+
+
+@pytest.fixture(autouse=True)
+def _anchor_dir(tmp_path):
+    """Each test its own anchors (casino/anchors.py): an anchor names a row of
+    one database, and verify_trail reads every anchor on file."""
+    from django.conf import settings
+
+    saved = settings.TRAIL_ANCHOR_DIR
+    settings.TRAIL_ANCHOR_DIR = tmp_path / "anchors"
+    yield
+    settings.TRAIL_ANCHOR_DIR = saved
 
 
 @pytest.fixture(autouse=True)

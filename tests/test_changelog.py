@@ -75,6 +75,13 @@ def test_postgres_triggers_refuse_direct_sql(shoe, turn, croupier, sql):
         banker=["3S", "2C"],
         stakes=[services.StakeInput(amount=Decimal("100"), seat=2)],
     )
-    with pytest.raises(DatabaseError, match="append-only"):
+    # The runtime role the app connects as holds no such privilege at all...
+    with pytest.raises(DatabaseError, match="permission denied"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql)
+    # ...and the trigger refuses the owner too (a second line).
+    from tests.pgroles import as_owner
+
+    with as_owner(), pytest.raises(DatabaseError, match="append-only"):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql)

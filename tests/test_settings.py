@@ -16,7 +16,7 @@ def start(**env) -> subprocess.CompletedProcess:
     clean = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}
+        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "TRAIL_KEY"}
     }
     clean.update(env)
     return subprocess.run(
@@ -40,6 +40,15 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"CONN_MAX_AGE": "forever"}, "CONN_MAX_AGE"),
         ({"CELERY_VISIBILITY_TIMEOUT": "0"}, "CELERY_VISIBILITY_TIMEOUT"),
         ({"CELERY_VISIBILITY_TIMEOUT": "an hour"}, "CELERY_VISIBILITY_TIMEOUT"),
+        ({"API_TOKEN_TTL": "a shift"}, "API_TOKEN_TTL"),
+        ({"API_TOKEN_TTL": "0"}, "API_TOKEN_TTL"),
+        ({"DEBUG": "0", "SECRET_KEY": "s" * 60}, "TRAIL_KEY"),
+        ({"TRAIL_KEY": "too-short"}, "TRAIL_KEY"),
+        ({"TRAIL_KEY": "k" * 40, "TRAIL_OLD_KEYS": "k" * 40}, "TRAIL_OLD_KEYS"),
+        ({"TRAIL_ANCHOR_MINUTES": "0"}, "TRAIL_ANCHOR_MINUTES"),
+        ({"TRAIL_ANCHOR_MINUTES": "often"}, "TRAIL_ANCHOR_MINUTES"),
+        ({"MIGRATE_DATABASE_URL": "postgres://owner@db/casino"},
+         "MIGRATE_DATABASE_URL"),
     ],
 )
 def test_bad_value_fails_at_start_naming_the_variable(env, variable):
@@ -63,6 +72,7 @@ def test_production_settings_pass_check_deploy():
     clean.update(
         DEBUG="0",
         SECRET_KEY="x" * 60 + "-production-secret-for-the-test",
+        TRAIL_KEY="t" * 64,
         ALLOWED_HOSTS="casino.example",
     )
     result = subprocess.run(

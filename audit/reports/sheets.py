@@ -69,7 +69,12 @@ def software_version() -> str:
 
 def make_stamp(*, kind: str, params: dict, user, rules: list[dict]) -> dict:
     """What regulators ask on every report: title, period, house rules in
-    force, software version, generated at and by whom."""
+    force, software version, generated at and by whom, and the change log's
+    head as it stood (an anchor: it is also written to TRAIL_ANCHOR_DIR, and
+    whoever holds the report holds a copy the database cannot take back)."""
+    from casino.anchors import trail_anchor
+
+    anchor = trail_anchor(reason=f"report stamp: {TITLES[kind]}")
     return {
         "title": TITLES[kind],
         "period": f"gaming days {params['from_day']} to {params['to_day']}",
@@ -79,6 +84,7 @@ def make_stamp(*, kind: str, params: dict, user, rules: list[dict]) -> dict:
         "software_version": software_version(),
         "generated_at": timezone.localtime().isoformat(timespec="seconds"),
         "generated_by": user.username if user else "nightly schedule",
+        "trail_anchor": f"row {anchor.row} {anchor.hash}" if anchor else "",
     }
 
 

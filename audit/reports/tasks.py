@@ -48,6 +48,11 @@ def reaudit_finish_task(run_id: int) -> dict:
 
 @shared_task(name="reports.nightly", **TASK)
 def nightly_reports_task(cutoff_hour: int | None = None, format: str = "pdf") -> list:  # noqa: A002
+    # A gaming day closed: anchor the trail as it stands (casino/anchors.py);
+    # every report's stamp anchors it again.
+    from casino.anchors import trail_anchor
+
+    trail_anchor(reason=f"gaming-day close (cut-off {cutoff_hour}:00)")
     jobs = services.nightly_reports(cutoff_hour=cutoff_hour, format=format)
     return [j.pk for j in jobs]
 

@@ -13,8 +13,11 @@ most of a coup's cost at a busy table:
    with the precise refusal.
 2. `coup_write`: one batch of statements, sent together: the turn's and the
    shoe's running state, the coup, its stakes and findings, the day's rollup
-   cell (an upsert), and the change-log row chained by the database under the
-   chain lock (casino.changelog.chained_insert_sql).
+   cell (an upsert), then the chain lock and the chain's head, last, so no
+   row lock is ever waited for while the chain is held.
+3. The change-log row, signed here with the trail key (the database never
+   sees the key) and linked to that head, with the digests of the rows the
+   coup wrote (casino/trail.py); then the commit.
 
 Rows are written from the same unsaved model instances ledger_store.ledger_write
 takes, field by field through Django's own field preparation, so the two paths
@@ -29,7 +32,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from django.db import connection, models
 
-from casino.changelog import chained_insert_sql
+from casino.changelog import log_entry_rows, log_rows_linked
+from casino.trail import chain_lock_statements
 
 from ..models import (
     BankerTurn,
@@ -284,7 +288,8 @@ def coup_write(
     table_id: int,
 ) -> None:
     """Write one prepared coup (what ledger_write does for a list) with its
-    change-log row, in one round trip. Its id comes from lock_for_coup."""
+    change-log row: one round trip for the rows, one for the log row. Its id
+    comes from lock_for_coup."""
     coup = prepared.coup
     coup.pk = coup_id
     for row in (*prepared.stakes, *prepared.findings):
@@ -302,11 +307,13 @@ def coup_write(
     statements += [
         _rollup_upsert(prepared, table_id),
         _update(shoe, ("next_seq", "dealt", "card_counts")),
-        *chained_insert_sql(connection, **log),
+        *chain_lock_statements(),
     ]
-    _execute(statements)
+    head = _execute(statements, fetch=True)
     coup._state.adding = False
     coup._state.db = connection.alias
+    log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
+    log_rows_linked(connection, head[0] if head else "", log_entry_rows([log]))
 
 
 @lru_cache(maxsize=1)
@@ -354,11 +361,12 @@ def lock_for_turn(
 
 def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
-    row, in one round trip."""
+    row (two round trips, as coup_write)."""
     turn.pk = turn_id
-    _execute([
-        _insert(BankerTurn, [turn], with_pk=True),
-        *chained_insert_sql(connection, **log),
-    ])
+    head = _execute(
+        [_insert(BankerTurn, [turn], with_pk=True), *chain_lock_statements()],
+        fetch=True,
+    )
     turn._state.adding = False
     turn._state.db = connection.alias
+    log_rows_linked(connection, head[0] if head else "", log_entry_rows([log]))

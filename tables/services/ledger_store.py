@@ -95,6 +95,8 @@ def coup_log_entry(prepared: PreparedCoup, *, user, device: str) -> dict:
         "device": device,
         "obj": prepared.coup,
         "new": prepared.log_new,
+        # Bound to this log row with the coup (in insertion order).
+        "rows": [*prepared.stakes, *prepared.findings],
     }
 
 
@@ -129,9 +131,17 @@ def ledger_write(
             rollup_apply(coups[0].coup, coups[0].codes, table_id=table_id)
         else:
             rollup_apply_many([(p.coup, p.codes) for p in coups], table_id=table_id)
+        shoe.next_seq = shoe_state.next_seq
+        shoe.dealt = shoe_state.dealt
+        shoe.card_counts = dict(shoe_state.counts)
         Shoe.objects.filter(pk=shoe.pk).update(
-            next_seq=shoe_state.next_seq,
-            dealt=shoe_state.dealt,
-            card_counts=dict(shoe_state.counts),
+            next_seq=shoe.next_seq, dealt=shoe.dealt, card_counts=shoe.card_counts
         )
+    log = list(log)
+    if log:
+        # The turns' and the shoe's state after the whole batch, bound to its
+        # last log row (the latest digest of a row is the one that counts).
+        last = log[-1]
+        state = [*turns_changed, *turns_opened, *([shoe] if coups else [])]
+        log[-1] = {**last, "rows": [*last.get("rows", ()), *state]}
     log_actions(log)

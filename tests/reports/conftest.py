@@ -122,10 +122,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def _database_url() -> str:
     from django.db import connection
 
+    from tests.conftest import APP_ROLE
+
     db = connection.settings_dict
-    auth = db["USER"] or ""
-    if db.get("PASSWORD"):
-        auth += f":{db['PASSWORD']}"
+    # A worker connects as the runtime role, as in production (trust auth here).
+    auth = APP_ROLE
     host = f"{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
     return f"postgres://{auth}@{host}/{db['NAME']}"
 

@@ -1,4 +1,5 @@
-"""Re-compute the change log's hash chain and name the first broken row."""
+"""Verify the change log's keyed chain, the anchors on file and every ledger
+row against the trail; name the first thing that does not hold."""
 
 from __future__ import annotations
 
@@ -18,14 +19,18 @@ def _anchor(value: str) -> tuple[int, str]:
 
 class Command(BaseCommand):
     help = (
-        "Verify the change log's hash chain. Exits 1 and names the first broken "
-        "row; otherwise prints the head (row id and digest) to note as an anchor."
+        "Verify the change log: every row's link and keyed digest (TRAIL_KEY, "
+        "TRAIL_OLD_KEYS), every anchor in TRAIL_ANCHOR_DIR (a deleted tail is "
+        "caught), and every ledger row (coups, stakes, findings, turns, shoes, "
+        "house rules, counts, attestations, decisions) against the digest its "
+        "trail row holds. Exits 1 and names the first problem; otherwise prints "
+        "the head (row id and digest)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--anchor",
-            help="ROW_ID:DIGEST noted earlier (e.g. printed in a report); the "
+            help="ROW_ID:DIGEST noted elsewhere (e.g. on a printed report); the "
             "chain must still hold that digest at that row",
         )
         parser.add_argument("--json", action="store_true", help="print JSON")
@@ -36,9 +41,12 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps(check.to_dict()))
         if not check.ok:
-            raise CommandError(f"Trail broken at {check.problem}")
+            more = len(check.problems) - 1
+            tail = f" (and {more} more problems)" if more > 0 else ""
+            raise CommandError(f"Trail broken at {check.problem}{tail}")
         if not as_json:
             self.stdout.write(
                 f"Trail intact: {check.rows} rows; head row {check.head_id} "
-                f"digest {check.head_hash}"
+                f"digest {check.head_hash}; {check.ledger_rows} ledger rows match; "
+                f"{check.anchors} anchors hold"
             )

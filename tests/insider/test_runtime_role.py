@@ -1,0 +1,147 @@
+"""The credentials the app runs with, turned against the records (issue 11,
+finding 1): connected as the runtime role, every attack is refused.
+
+Each attack runs on its own connection, logged in as the role that web and
+workers use (`db_roles`, tests/conftest.py), against the test database."""
+
+from __future__ import annotations
+
+import io
+
+import psycopg
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from casino.dbroles import UPDATE_TABLES, append_only_tables, missing_guards
+from tests.conftest import APP_ROLE
+
+pytestmark = pytest.mark.postgres
+
+
+def _connect(user: str = APP_ROLE) -> psycopg.Connection:
+    db = connection.settings_dict
+    return psycopg.connect(
+        host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, dbname=db["NAME"],
+        user=user, password=db.get("PASSWORD") or None, autocommit=True,
+    )
+
+
+ATTACKS = [
+    ("TRUNCATE casino_changelog", "permission denied"),
+    ("TRUNCATE tables_stake, tables_finding CASCADE", "permission denied"),
+    ("TRUNCATE tables_coup CASCADE", "permission denied"),
+    ("ALTER TABLE tables_coup DISABLE TRIGGER USER", "must be owner"),
+    ("ALTER TABLE tables_coup DISABLE TRIGGER tables_coup_append_only",
+     "must be owner"),
+    ("ALTER TABLE casino_changelog DISABLE TRIGGER casino_changelog_no_truncate",
+     "must be owner"),
+    ("CREATE OR REPLACE FUNCTION casino_refuse_change() RETURNS trigger AS "
+     "$$ BEGIN RETURN NEW; END; $$ LANGUAGE plpgsql", "must be owner|permission"),
+    ("DROP TRIGGER tables_coup_append_only ON tables_coup", "must be owner"),
+    ("DROP TABLE casino_changelog CASCADE", "must be owner"),
+    ("UPDATE tables_coup SET commission = 50", "permission denied"),
+    ("UPDATE tables_stake SET amount = amount * 10", "permission denied"),
+    ("DELETE FROM casino_changelog", "permission denied"),
+    ("DELETE FROM tables_coup", "permission denied"),
+    ("DELETE FROM tables_shoe", "permission denied"),
+    ("UPDATE casino_changelog SET hash = ''", "permission denied"),
+    ("CREATE TABLE casino_shadow (id int)", "permission denied"),
+    ("SET session_replication_role = replica", "permission denied"),
+    ("ALTER ROLE " + APP_ROLE + " SUPERUSER", "permission denied|must be superuser"),
+]
+
+
+@pytest.mark.parametrize("sql,refusal", ATTACKS, ids=[a[0][:48] for a in ATTACKS])
+def test_the_runtime_role_cannot(sql, refusal, shoe, turn, croupier):
+    from decimal import Decimal
+
+    from tables import services
+
+    services.coup_record(
+        shoe_id=shoe.pk, user=croupier, punter=["2H", "3D"], banker=["8C", "TS"],
+        stakes=[services.StakeInput(amount=Decimal("100"), seat=2)],
+    )
+    # Another session, as the runtime role: the privilege checks come before
+    # any lock, so the test's open transaction does not hold it up.
+    with _connect() as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == APP_ROLE
+        with pytest.raises(psycopg.Error) as refused:
+            conn.execute(sql)
+    import re
+
+    assert re.search(refusal, str(refused.value)), str(refused.value)
+    from casino.trail import trail_verify
+
+    assert trail_verify().ok  # nothing moved
+
+
+def test_the_role_owns_nothing_and_is_not_privileged(db):
+    with _connect() as conn:
+        owned = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+            "WHERE r.rolname = current_user").fetchone()[0]
+        attrs = conn.execute(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, "
+            "rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
+        truncate = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' "
+            "AND (has_table_privilege(current_user, c.oid, 'TRUNCATE') "
+            "OR has_table_privilege(current_user, c.oid, 'TRIGGER') "
+            "OR has_table_privilege(current_user, c.oid, 'REFERENCES'))").fetchall()
+        writable = conn.execute(
+            "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND "
+            "(has_table_privilege(current_user, c.oid, 'UPDATE') OR "
+            "has_table_privilege(current_user, c.oid, 'DELETE'))",
+            [append_only_tables()]).fetchall()
+        deletable = conn.execute(
+            "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND "
+            "has_table_privilege(current_user, c.oid, 'DELETE')",
+            [list(UPDATE_TABLES)]).fetchall()
+        create = conn.execute(
+            "SELECT has_schema_privilege(current_user, 'public', 'CREATE')"
+        ).fetchone()[0]
+    assert owned == 0
+    assert attrs == (False, False, False, False, False)
+    assert truncate == [] and writable == [] and deletable == [] and not create
+
+
+def test_every_append_only_table_is_guarded_even_against_its_owner(shoe, turn):
+    from django.db import DatabaseError, transaction
+
+    from tests.pgroles import as_owner
+
+    assert missing_guards() == []
+    assert "reports_reauditfinding" in append_only_tables()
+    with as_owner() as cursor:  # the migrating user, on the test's connection
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # TRUNCATE's condition
+        for table in append_only_tables():
+            with pytest.raises(DatabaseError, match="append-only"):
+                with transaction.atomic():
+                    cursor.execute(f"TRUNCATE {table} CASCADE")
+
+
+def test_db_roles_is_idempotent_and_refuses_an_owner(db):
+    from tests.pgroles import as_owner
+
+    out = io.StringIO()
+    # The runtime role cannot grant itself anything: it is refused up front.
+    with pytest.raises(CommandError, match="owner's DATABASE_URL"):
+        call_command("db_roles", app_role=APP_ROLE, stdout=out)
+    with as_owner() as owner:  # everything rolled back with the test
+        call_command("db_roles", app_role=APP_ROLE, stdout=out)
+        call_command("db_roles", app_role=APP_ROLE, stdout=out)
+        assert "casino_changelog: SELECT, INSERT\n" in out.getvalue()
+        assert "tables_bankerturn: SELECT, INSERT, UPDATE\n" in out.getvalue()
+        owner.execute("CREATE ROLE casino_owner_test")
+        owner.execute("CREATE TABLE owned_by_role (id int)")
+        owner.execute("ALTER TABLE owned_by_role OWNER TO casino_owner_test")
+        with pytest.raises(CommandError, match="owns owned_by_role"):
+            call_command("db_roles", app_role="casino_owner_test", stdout=out)
+
+
+def test_the_app_itself_runs_as_the_runtime_role(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        assert cursor.fetchone()[0] == APP_ROLE
