@@ -46,14 +46,17 @@ class CagnotteAttestation(AppendOnlyModel):
 
 class Flag(models.Model):
     """A review item for the pit boss: a coup's finding, a cagnotte variance,
-    or a turn-structure issue a correction found. The finding (or count) is
-    the fact; the flag carries its review state, which `FlagEvent` rows
-    record one by one (status here is re-computable from them)."""
+    a turn-structure issue a correction found, or a stored value the nightly
+    re-settlement (verify_ledger) found differing from the cards. The finding
+    (or count) is the fact; the flag carries its review state, which
+    `FlagEvent` rows record one by one (status here is re-computable from
+    them)."""
 
     class Kind(models.TextChoices):
         FINDING = "finding"
         CAGNOTTE = "cagnotte"
         STRUCTURE = "structure"
+        LEDGER = "ledger", "ledger mismatch"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -62,7 +65,7 @@ class Flag(models.Model):
         RESOLVED = "resolved"  # no longer shown by the record (a correction)
 
     # What it is about, stable across coup revisions: "f:<shoe>:<seq>:<key>",
-    # "c:<session>", "s:<shoe>:<seq>:<kind>".
+    # "c:<session>", "s:<shoe>:<seq>:<kind>", "l:<sha256 of the difference>".
     ident = models.CharField(max_length=120, unique=True)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     code = models.CharField(max_length=32, db_index=True)

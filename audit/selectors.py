@@ -47,6 +47,11 @@ RULE_QUOTES = {
     "turn_structure": "A correction changed who won; the turn structure as "
     "recorded stands and money is re-computed along it. Check how the bank "
     "really went on.",
+    "ledger_mismatch": "The nightly re-settlement (manage.py verify_ledger) "
+    "settled the coups again from their cards, stakes and house rules: this "
+    "stored value is not what they give. The application never writes such a "
+    "row: it was changed outside it, or written wrong. Check the change log "
+    "(verify_trail) and the table's paper record.",
 }
 COLUMNS = ["stood"] + [str(v) for v in range(10)]
 

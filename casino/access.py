@@ -62,8 +62,7 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-coups": {"GET": "coup.read"},
     "api-coup": {"GET": "coup.read"},
     "api-check": {"POST": "engine.check"},
-    # his own tokens, or a lower role's (token.revoke): casino/tokens.py
-    "api-token-revoke": {"POST": SIGNED_IN},
+    "api-token-revoke": {"POST": "token.revoke"},
     # the croupier's tablet (issue 3)
     "tablet:tables": {"GET": "coup.record"},
     "tablet:sw": {"GET": PUBLIC},

@@ -25,6 +25,7 @@ class FlagEventSerializer(serializers.ModelSerializer):
 
 
 class FlagSerializer(serializers.ModelSerializer):
+    kind_label = CharField(source="get_kind_display", read_only=True)
     table_name = CharField(source="table.name", read_only=True)
     croupier = serializers.StringRelatedField()
     decided_by = serializers.StringRelatedField()
@@ -33,10 +34,10 @@ class FlagSerializer(serializers.ModelSerializer):
     class Meta:
         model = Flag
         fields = [
-            "id", "kind", "code", "severity", "side", "message", "status", "live",
-            "table", "table_name", "session", "gaming_day", "shoe", "seq", "coup",
-            "revision", "count", "croupier", "raised_at", "decided_at",
-            "decided_by",
+            "id", "kind", "kind_label", "code", "severity", "side", "message",
+            "status", "live", "table", "table_name", "session", "gaming_day",
+            "shoe", "seq", "coup", "revision", "count", "croupier", "raised_at",
+            "decided_at", "decided_by",
         ]
 
 

@@ -46,8 +46,7 @@ class TokenRequestSerializer(serializers.Serializer):
 
 
 class TokenResponseSerializer(serializers.Serializer):
-    token = CharField(help_text="Send as `Authorization: Token <token>`")
-    expiry = serializers.DateTimeField(help_text="When the token stops working")
+    token = CharField()
 
 
 class HouseRulesSerializer(serializers.ModelSerializer):

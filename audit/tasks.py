@@ -1,0 +1,23 @@
+"""Celery tasks of the review side: thin, idempotent, acks_late (as
+audit/reports/tasks.py says why)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from celery import shared_task
+
+from .services.ledger_flags import ledger_nightly
+
+TASK = {"acks_late": True, "reject_on_worker_lost": True}
+
+
+@shared_task(name="audit.verify_ledger", **TASK)
+def verify_ledger_task(cutoff_hour: int | None = None,
+                       day: str | None = None) -> dict:
+    """The previous gaming day (or `day`, YYYY-MM-DD) re-settled from the
+    cards; each difference a critical flag, raised once."""
+    summary = ledger_nightly(
+        day=date.fromisoformat(day) if day else None, cutoff_hour=cutoff_hour)
+    return {k: v.isoformat() if isinstance(v, date) else v
+            for k, v in summary.items()}
