@@ -83,7 +83,8 @@ def tablet_users(n: int, prefix: str) -> list[tuple[int, str]]:
     Returns (user id, token) pairs."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
-    from rest_framework.authtoken.models import Token
+
+    from casino.tokenauth import token_issue
 
     group = Group.objects.get(name="croupier")
     tokens = []
@@ -92,7 +93,7 @@ def tablet_users(n: int, prefix: str) -> list[tuple[int, str]]:
         user.set_unusable_password()  # no hashing: tokens only
         user.save()
         user.groups.add(group)
-        tokens.append((user.pk, Token.objects.create(user=user).key))
+        tokens.append((user.pk, token_issue(user=user, device=f"bench-{i}")[1]))
     return tokens
 
 

@@ -37,10 +37,10 @@ TARGET_RATIO, TARGET_P99_FACTOR = 0.5, 1.5
 
 def setup(clients: list[int]) -> tuple[str, dict[int, list[dict]]]:
     """A croupier with a token, and one table per client of each run."""
-    from rest_framework.authtoken.models import Token
+    from casino.tokenauth import token_issue
 
     user = _benchdb.make_user("bench-croupier", "croupier")
-    token = Token.objects.create(user=user).key
+    token = token_issue(user=user, device="bench")[1]
     tables = {}
     for n in clients:
         tables[n] = []

@@ -84,7 +84,7 @@ class Phases:
     POINTS = [
         (
             "token auth (both endpoints)",
-            "rest_framework.authentication",
+            "casino.tokenauth",
             "TokenAuthentication.authenticate",
         ),
         (
@@ -160,16 +160,17 @@ def main() -> None:
         connection.settings_dict["OPTIONS"].update(
             server_side_binding=True, prepare_threshold=5
         )
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from casino.tokenauth import token_issue
     from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
     from tables.simulation import SimulationReport, deal_coup
 
     user = _benchdb.make_user("bench-profile", "croupier")
     _, session, shoe, _ = _benchdb.open_table(user, "Profile")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user)}")
+    token = token_issue(user=user, device="profile")[1]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     rng, rep = random.Random(3), SimulationReport()
     state = {"shoe": shoe.pk, "seat": 1, "cards": []}
 

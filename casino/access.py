@@ -62,7 +62,8 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-coups": {"GET": "coup.read"},
     "api-coup": {"GET": "coup.read"},
     "api-check": {"POST": "engine.check"},
-    "api-token-revoke": {"POST": "token.revoke"},
+    # his own tokens, or a lower role's (token.revoke): casino/tokens.py
+    "api-token-revoke": {"POST": SIGNED_IN},
     # the croupier's tablet (issue 3)
     "tablet:tables": {"GET": "coup.record"},
     "tablet:sw": {"GET": PUBLIC},

@@ -73,6 +73,17 @@ def _after(sender, instance, created, update_fields=None, **kwargs):
         before["password"], after["password"] = "(set)", "(changed)"
     if before:
         _log(action="auth.user.changed", obj=instance, old=before, new=after)
+    # A password change (the page, `changepassword`, the admin, set_password
+    # anywhere) or a deactivation revokes the user's API tokens: a tablet
+    # left signed in, or stolen, must not outlive it (casino/tokens.py).
+    if "password" in before or (old["is_active"] and not instance.is_active):
+        from .tokens import tokens_revoke_for_account
+
+        why = "password changed" if "password" in before else "user deactivated"
+        actor, device = _actor.get()
+        with transaction.atomic():
+            tokens_revoke_for_account(instance, actor=actor, device=device,
+                                      reason=why)
 
 
 def _roles(sender, instance, action, reverse, pk_set, **kwargs):

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from knox.models import AbstractAuthToken
 
 
 class AppendOnlyError(Exception):
@@ -81,3 +82,23 @@ class BenchRow(models.Model):
 
     def __str__(self) -> str:
         return f"bench row {self.pk}"
+
+
+class ApiToken(AbstractAuthToken):
+    """A tablet's API token (django-rest-knox's model, KNOX_TOKEN_MODEL): one
+    per sign-in, so per device. The database keeps only a SHA-512 digest of
+    the token and its first 15 characters (the lookup key), never the token:
+    whoever reads the table cannot send any of it back as a token.
+
+    `password_mark` ties the token to the password it was issued under
+    (casino/tokenauth.py): a password changed by any path, even an UPDATE
+    that bypasses Django's signals, refuses the token at its next request."""
+
+    device = models.CharField(max_length=200, blank=True)
+    password_mark = models.CharField(max_length=64)
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"API token {self.token_key}… of {self.user} ({self.device or '?'})"

@@ -51,9 +51,18 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "report.read": frozenset({MANAGER, AUDITOR}),
     "report.request": frozenset({MANAGER, AUDITOR}),
     "reaudit.run": frozenset({MANAGER}),
-    # Revoking a tablet's API token (issue 6): the pit boss on the floor.
-    "token.revoke": frozenset({PITBOSS}),
+    # Revoking another user's API token (issues 6, 11): the pit boss on the
+    # floor and the manager above him, each only for a lower role (RANKS
+    # below); anyone may revoke his own (casino/tokens.py).
+    "token.revoke": frozenset({PITBOSS, MANAGER}),
 }
+
+# The chain of command for revoking a token (issue 11): croupier < pit boss <
+# manager < admin, so the floor cannot cut off the people who oversee it. The
+# auditor (the regulator's reader) ranks with the manager: a pit boss must not
+# be able to lock out whoever audits him. A user with no role ranks lowest.
+RANKS: dict[str, int] = {CROUPIER: 1, PITBOSS: 2, MANAGER: 3, AUDITOR: 3}
+ADMIN_RANK = 4
 
 
 ROLE_CACHE_SECONDS = 300
@@ -118,6 +127,28 @@ def has_capability(user, capability: str) -> bool:
     if user.is_superuser:
         return True
     return bool(user_roles(user) & PERMISSIONS[capability])
+
+
+def rank(user, capability: str | None = None) -> int:
+    """The user's place in RANKS (his highest role; the admin above all). With
+    a capability, only the roles holding it count: a pit boss who also reads
+    as an auditor revokes as a pit boss."""
+    if not user or not user.is_authenticated:
+        return 0
+    if user.is_superuser:
+        return ADMIN_RANK
+    roles = user_roles(user)
+    if capability is not None:
+        roles = roles & PERMISSIONS[capability]
+    return max((RANKS.get(role, 0) for role in roles), default=0)
+
+
+def outranks(actor, target, capability: str) -> bool:
+    """Whether ``actor`` may use ``capability`` on ``target``'s account: he
+    holds it, and his role is strictly above every role of the target."""
+    return has_capability(actor, capability) and rank(actor, capability) > rank(
+        target
+    )
 
 
 def works_at(user, session) -> bool:

@@ -90,7 +90,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    # Tablet API tokens, stored hashed, one per device, expiring (casino/tokenauth.py).
+    "knox",
     "django_filters",
     "drf_spectacular",
     # Sign-in lockout after repeated failures (the AXES block below).
@@ -251,6 +252,18 @@ LOGIN_REDIRECT_URL = "/"
 # A croupier signs in once for a shift; the tablet's lock screen (PIN) covers
 # the breaks in between.
 SESSION_COOKIE_AGE = _read("SESSION_COOKIE_AGE", env.int, default=12 * 3600)
+# A tablet's API token lasts one shift from sign-in, then the croupier signs in
+# again (casino/tokenauth.py). Seconds.
+_token_ttl = _read("API_TOKEN_TTL", env.int, default=12 * 3600)
+if _token_ttl < 60:
+    raise ImproperlyConfigured(
+        "Environment variable API_TOKEN_TTL: seconds a token lasts, 60 or more"
+    )
+API_TOKEN_TTL = timedelta(seconds=_token_ttl)
+# django-rest-knox: the project's token model (with the device and the password
+# mark); knox's defaults otherwise (SHA-512 digests, no refresh on use).
+KNOX_TOKEN_MODEL = "casino.ApiToken"
+REST_KNOX = {"TOKEN_MODEL": KNOX_TOKEN_MODEL, "TOKEN_TTL": API_TOKEN_TTL}
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
@@ -277,7 +290,7 @@ def _rate(name: str, default: str) -> str | None:
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "casino.tokenauth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

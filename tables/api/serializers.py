@@ -46,7 +46,8 @@ class TokenRequestSerializer(serializers.Serializer):
 
 
 class TokenResponseSerializer(serializers.Serializer):
-    token = CharField()
+    token = CharField(help_text="Send as `Authorization: Token <token>`")
+    expiry = serializers.DateTimeField(help_text="When the token stops working")
 
 
 class HouseRulesSerializer(serializers.ModelSerializer):

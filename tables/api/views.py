@@ -8,7 +8,6 @@ from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +16,7 @@ from casino.api import IdFilter
 from casino.roles import CROUPIER, Can, user_roles
 from casino.signin import forget_failures, locked_out, lockout_response
 from casino.throttles import ScopedRateThrottle
+from casino.tokenauth import token_issue
 
 from .. import chemmy, services
 from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
@@ -68,6 +68,9 @@ class TokenView(APIView):
             ),
         },
         summary="Exchange a username and password for an API token",
+        description="A new token for this device (the X-Device header, else the "
+        "User-Agent) at each sign-in, valid until `expiry` (API_TOKEN_TTL, one "
+        "shift). A password change or a deactivation revokes it.",
     )
     def post(self, request):
         data = s.TokenRequestSerializer(data=request.data)
@@ -89,8 +92,8 @@ class TokenView(APIView):
                 status=status.HTTP_400_BAD_REQUEST,
             )
         forget_failures(request, user)
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        instance, token = token_issue(user=user, device=device_of(request))
+        return Response({"token": token, "expiry": instance.expiry})
 
 
 def _tables():

@@ -39,10 +39,32 @@ class Floor:
     users: dict = field(default_factory=dict)  # role -> User (not "anonymous")
 
 
+def restore_token(user, token: str) -> None:
+    """Put a role's token back as it was issued, when a request revoked it
+    (an allowed role revoking its own: the fuzzer drew its user id)."""
+    from django.conf import settings
+    from django.utils import timezone
+    from knox.crypto import hash_token
+    from knox.settings import CONSTANTS
+
+    from casino.models import ApiToken
+    from casino.tokenauth import password_mark
+
+    ApiToken.objects.get_or_create(
+        digest=hash_token(token),
+        defaults={
+            "user": user,
+            "token_key": token[: CONSTANTS.TOKEN_KEY_LENGTH],
+            "expiry": timezone.now() + settings.API_TOKEN_TTL,
+            "password_mark": password_mark(user),
+            "device": "fuzz",
+        },
+    )
+
+
 @pytest.fixture
 def floor(db) -> Floor:
-    from rest_framework.authtoken.models import Token
-
+    from casino.tokenauth import token_issue
     from tables import services
 
     out = Floor()
@@ -52,7 +74,7 @@ def floor(db) -> Floor:
             continue
         group = role if role not in ("admin", "outsider") else None
         users[role] = make_user(f"fz-{role}", group, is_superuser=role == "admin")
-        out.tokens[role] = Token.objects.create(user=users[role]).key
+        out.tokens[role] = token_issue(user=users[role], device="fuzz")[1]
     out.users = users
     manager, croupier = users["manager"], users["croupier"]
     table = services.table_create(
@@ -94,18 +116,17 @@ class Neighbours:
 
 @pytest.fixture
 def neighbours(floor) -> Neighbours:
-    from rest_framework.authtoken.models import Token
-
     from audit import services as audit_services
     from audit.models import Flag
     from audit.reports.reaudit import reaudit_request
     from audit.reports.services import report_request
+    from casino.tokenauth import token_issue
     from tables import services
 
     manager, pitboss = floor.users["manager"], floor.users["pitboss"]
     croupier2 = make_user("fz-croupier2", "croupier")
     victim = make_user("fz-victim", "croupier")
-    Token.objects.create(user=victim)
+    token_issue(user=victim, device="fuzz")
     table = services.table_create(
         user=manager, name="Fuzz 2", seats=9, minimum_banco=Decimal("100.00")
     )
