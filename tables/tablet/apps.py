@@ -12,5 +12,9 @@ class TabletConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in
 
         from .language import on_login
+        from .pins import forget_on_sign_in
 
         user_logged_in.connect(on_login, dispatch_uid="tablet-language-on-login")
+        user_logged_in.connect(
+            forget_on_sign_in, dispatch_uid="tablet-pin-attempts-on-login"
+        )

@@ -4,16 +4,14 @@ Locking signs the croupier out (nothing can be recorded from a locked
 tablet, whatever the page's script does) but remembers where the tablet was.
 Anyone with a role that records coups and a PIN of their own unlocks it under
 their own name: a relief croupier takes over, and the coups that follow are
-theirs. PIN attempts are limited per user name (cache counter).
+theirs. PIN attempts are limited per user name and device, counted in the
+database so that parallel requests cannot go past the limit (pins.py).
 """
 
 from __future__ import annotations
 
-from contextlib import suppress
-
 from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -23,17 +21,14 @@ from django.views.decorators.http import require_POST
 
 from casino.api import parse_id
 from casino.roles import has_capability
-from casino.throttles import CACHE_ERRORS
 
 from ..errors import ServiceError
 from ..models import TableSession
-from . import language
+from . import language, pins
 from .forms import PinForm, PreferencesForm, UnlockForm
 from .models import TabletProfile, profile_for
-from .views import LOCK_KEY, take_over
+from .views import LOCK_KEY, device_of, take_over
 
-MAX_ATTEMPTS = 5
-BLOCK_SECONDS = 300
 RETURN_KEY = "tablet_return_to"
 
 
@@ -65,8 +60,15 @@ def lock(request):
     return redirect("tablet:unlock")
 
 
-def _attempts_key(username: str) -> str:
-    return f"tablet:pin-attempts:{username.lower()}"
+def _locked_out_message() -> str:
+    wait = pins.cool_off()
+    if wait:
+        minutes = max(1, round(wait.total_seconds() / 60))
+        return _(
+            "Too many wrong PINs: wait %(minutes)s minutes or sign in with your "
+            "password."
+        ) % {"minutes": minutes}
+    return _("Too many wrong PINs: sign in with your password.")
 
 
 @never_cache
@@ -77,47 +79,41 @@ def unlock(request):
     status = 200
     if request.method == "POST" and form.is_valid():
         username = form.cleaned_data["username"].strip()
-        key = _attempts_key(username)
-        try:
-            attempts = cache.get(key, 0)
-        except CACHE_ERRORS:
-            # The attempt counter is out of reach (Redis down): a four-digit
-            # PIN without a limit could be guessed, so PINs wait; a password
-            # sign-in (its own lockout is counted in the database) still works.
-            attempts = None
-        user = get_user_model().objects.filter(username=username).first()
-        profile = (
-            TabletProfile.objects.filter(user=user).first() if user else None
-        )
-        if attempts is None:
-            error = _("PIN unlock is unavailable right now: sign in with your "
-                      "password.")
-            status = 503
-        elif attempts >= MAX_ATTEMPTS:
-            error = _("Too many wrong PINs: wait five minutes or sign in.")
+        who = {"username": username, "address": pins.address_of(request)}
+        # The attempt is taken before the PIN is looked at (pins.py says why).
+        if not pins.pin_attempt_take(**who):
+            error = _locked_out_message()
             status = 429
-        elif (
-            user is None
-            or not user.is_active
-            or profile is None
-            or not profile.check_pin(form.cleaned_data["pin"])
-        ):
-            with suppress(*CACHE_ERRORS):  # gone since the read: nothing to count
-                cache.set(key, attempts + 1, BLOCK_SECONDS)
-            error = _("Unknown user name or wrong PIN.")
-            status = 400
-        elif not has_capability(user, "coup.record"):
-            error = _("Your role does not allow coup entry.")
-            status = 403
         else:
-            with suppress(*CACHE_ERRORS):
-                cache.delete(key)
-            back = _safe_next(request, request.session.get(RETURN_KEY))
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            request.session.pop(LOCK_KEY, None)
-            request.session.pop(RETURN_KEY, None)
-            _relieve(request, lock_info.get("session"))
-            return redirect(back)
+            user = get_user_model().objects.filter(username=username).first()
+            profile = (
+                TabletProfile.objects.filter(user=user).first() if user else None
+            )
+            if (
+                user is None
+                or not user.is_active
+                or profile is None
+                or not profile.check_pin(form.cleaned_data["pin"])
+            ):
+                pins.pin_attempt_failed(**who, user=user, device=device_of(request))
+                error = _("Unknown user name or wrong PIN.")
+                status = 400
+            else:
+                pins.pin_attempts_clear(**who)
+                if not has_capability(user, "coup.record"):
+                    error = _("Your role does not allow coup entry.")
+                    status = 403
+                else:
+                    back = _safe_next(request, request.session.get(RETURN_KEY))
+                    login(
+                        request,
+                        user,
+                        backend="django.contrib.auth.backends.ModelBackend",
+                    )
+                    request.session.pop(LOCK_KEY, None)
+                    request.session.pop(RETURN_KEY, None)
+                    _relieve(request, lock_info.get("session"))
+                    return redirect(back)
     return render(
         request,
         "tablet/lock.html",

@@ -41,3 +41,33 @@ class TabletProfile(models.Model):
 def profile_for(user) -> TabletProfile:
     profile, _ = TabletProfile.objects.get_or_create(user=user)
     return profile
+
+
+class PinAttempts(models.Model):
+    """The PIN lockout's counter: PIN attempts under one user name from one
+    device (client address), as the sign-in lockout counts passwords.
+
+    An attempt is *taken* before the PIN is checked, by one conditional
+    UPDATE (``attempts < limit``) that the database applies row by row: of
+    any number of parallel requests, at most ``limit`` get to check a PIN
+    (tables/tablet/pins.py). Kept in the database, not the cache, so the
+    limit holds with Redis down."""
+
+    username = models.CharField(max_length=150)  # as typed, lower-cased
+    address = models.CharField(max_length=45, blank=True)  # "" if unknown
+    # Taken since the last right PIN: the failed ones and those being checked.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_at = models.DateTimeField()  # the last attempt taken: the cool-off's start
+    locked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("PIN attempts")
+        verbose_name_plural = _("PIN attempts")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["username", "address"], name="tablet_pin_attempts_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attempts} PIN attempts for {self.username} from {self.address}"
