@@ -141,6 +141,34 @@ def screenshot(page):
 
 
 @pytest.fixture(autouse=True)
+def _trail_holds(request):
+    """After every test that writes, the trail must still verify: chain, keys
+    and every ledger row bound to the log row that wrote it. A service that
+    changes a ledger row without binding it to its log row fails here, in
+    whatever test uses it. Tests that tamper on purpose are marked `tampers`."""
+    marker = request.node.get_closest_marker("django_db")
+    names = set(request.fixturenames)
+    transactional = "transactional_db" in names or "live_server" in names or (
+        marker is not None
+        and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    )
+    if transactional:
+        request.getfixturevalue("transactional_db")
+    elif "db" in names or marker is not None:
+        request.getfixturevalue("db")
+    else:
+        yield
+        return
+    yield
+    if request.node.get_closest_marker("tampers"):
+        return
+    from casino.trail import trail_verify
+
+    check = trail_verify(anchors=False)
+    assert check.ok, f"the trail does not verify after this test: {check.problem}"
+
+
+@pytest.fixture(autouse=True)
 def _anchor_dir(tmp_path):
     """Each test its own anchors (casino/anchors.py): an anchor names a row of
     one database, and verify_trail reads every anchor on file."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
 from django.core.management import call_command
 from django.db.models import Sum
 
@@ -38,6 +39,7 @@ def test_injected_false_draws_are_each_found_once(croupier):
     assert Finding.objects.exclude(code="false_draw").count() == 0
 
 
+@pytest.mark.tampers  # writes records directly, not through the services
 def test_the_ledger_check_catches_a_wrong_bank(croupier):
     simulate(user=croupier, tables=1, shoes=1, seed=2)
     turn = BankerTurn.objects.filter(coups__gt=1).first()

@@ -53,6 +53,7 @@ def test_rows_link_into_a_chain(played):
     assert out.startswith(f"Trail intact: {len(rows)} rows; head row {last.pk}")
 
 
+@pytest.mark.tampers
 def test_an_edited_row_is_named(played):
     target = ChangeLog.objects.filter(action="tables.coup.recorded").order_by("id")[1]
     raw("UPDATE casino_changelog SET new = %s WHERE id = %s",
@@ -63,6 +64,7 @@ def test_an_edited_row_is_named(played):
     assert "content does not match" in str(err.value)
 
 
+@pytest.mark.tampers
 def test_an_edit_with_a_recomputed_digest_breaks_the_next_link(played):
     rows = list(ChangeLog.objects.order_by("id"))
     i = next(i for i, r in enumerate(rows) if r.user_id is not None)
@@ -79,6 +81,7 @@ def test_an_edit_with_a_recomputed_digest_breaks_the_next_link(played):
     assert check.broken_id == after.pk and "link" in check.problem
 
 
+@pytest.mark.tampers
 def test_a_deleted_row_is_caught(played):
     rows = list(ChangeLog.objects.order_by("id"))
     raw("DELETE FROM casino_changelog WHERE id = %s", [rows[3].pk])

@@ -13,10 +13,13 @@ from django.db.migrations.loader import MigrationLoader
 
 from casino.models import ChangeLog
 from casino.trail import GENESIS, iter_rows, trail_verify
-from tests.audit.conftest import deal, played, stake  # noqa: F401
 from tests.insider.test_tampering import superuser
 
-seal_migration = importlib.import_module("casino.migrations.0006_keyed_chain_and_ledger")
+seal_migration = importlib.import_module(
+    "casino.migrations.0006_keyed_chain_and_ledger")
+
+# These tests edit the records behind the app's back on purpose.
+pytestmark = pytest.mark.tampers
 
 
 def _apps():

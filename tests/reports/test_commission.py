@@ -91,6 +91,7 @@ def test_a_cell_outside_the_band_is_flagged(table, croupier):
     assert bad.label == f"{table.name} {DAY1.isoformat()}"
 
 
+@pytest.mark.tampers  # writes records directly, not through the services
 def test_cagnotte_counted_and_variance_per_table_day(nights, pitboss):
     sessions = TableSession.objects.filter(gaming_day=DAY1).order_by("id")
     s1 = sessions[0]

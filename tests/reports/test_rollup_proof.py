@@ -39,6 +39,7 @@ def _revise(coup: Coup, **changes) -> Coup:
     return new
 
 
+@pytest.mark.tampers  # writes records directly, not through the services
 def test_rollups_equal_the_coups_after_corrections(croupier):
     play(croupier, DAY1, tables=1, shoes=1, seed=9, rate=0.1)
     with_finding = Coup.objects.filter(finding_count__gt=0).first()

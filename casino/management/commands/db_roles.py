@@ -32,6 +32,8 @@ class Command(BaseCommand):
             except RoleError as exc:
                 raise CommandError(str(exc)) from exc
         verb = "created" if plan.created else "updated"
-        self.stdout.write(f"Role {plan.role} {verb}; privileges on {len(plan.tables)} tables:")
+        self.stdout.write(
+            f"Role {plan.role} {verb}; privileges on {len(plan.tables)} tables:"
+        )
         for table, privileges in plan.tables.items():
             self.stdout.write(f"  {table}: {privileges}")
