@@ -164,5 +164,3 @@ class _Run:
                 verb="re-computed", table_id=table_id, gaming_day=day,
                 croupier_id=croupier_id))
         c.rollup_cells = len(seen | set(self.cells))
-
-

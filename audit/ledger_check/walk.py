@@ -378,5 +378,3 @@ def _error(exc: Exception) -> str:
     if isinstance(exc, chemmy.CoupError):
         return f"{exc.field}: {exc.message}"
     return f"{type(exc).__name__}: {exc}"
-
-
