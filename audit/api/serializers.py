@@ -196,7 +196,7 @@ class TrailRowSerializer(serializers.ModelSerializer):
     class Meta:
         model = ChangeLog
         fields = ["id", "at", "user", "device", "action", "object_type", "object_id",
-                  "reason", "old", "new", "prev_hash", "hash"]
+                  "reason", "old", "new", "ledger", "prev_hash", "hash", "key_id"]
 
 
 class TrailCheckSerializer(serializers.Serializer):
@@ -206,6 +206,11 @@ class TrailCheckSerializer(serializers.Serializer):
     head_hash = CharField()
     broken_id = serializers.IntegerField(allow_null=True)
     problem = CharField(allow_blank=True)
+    ledger_rows = serializers.IntegerField(
+        help_text="ledger rows checked against the digest their trail row holds")
+    anchors = serializers.IntegerField(help_text="anchors on file, each checked")
+    problems = serializers.ListField(
+        child=CharField(), help_text="every problem found (the first 100)")
 
 
 class StatsSerializer(serializers.Serializer):

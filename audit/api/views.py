@@ -365,6 +365,7 @@ class TrailVerifyView(APIView):
     permission_classes = [ByRoute]
 
     @extend_schema(responses={200: s.TrailCheckSerializer},
-                   summary="Re-compute the hash chain; name the first broken row")
+                   summary="Verify the keyed chain, the anchors on file and every "
+                   "ledger row; name the first problem")
     def get(self, request):
         return Response(trail_verify().to_dict())

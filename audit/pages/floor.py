@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
+from casino.anchors import AnchorError, anchors_list
 from casino.models import ChangeLog
 from casino.roles import has_capability
 from casino.trail import trail_verify
@@ -116,5 +117,10 @@ def trail(request):
         rows = rows.filter(action__startswith=action)
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
     check = trail_verify() if request.GET.get("verify") else None
+    try:
+        anchors, anchor_error = anchors_list()[:20], ""
+    except AnchorError as exc:
+        anchors, anchor_error = [], str(exc)
     return render(request, "audit/trail.html",
-                  {"page": page, "check": check, "action": action})
+                  {"page": page, "check": check, "action": action,
+                   "anchors": anchors, "anchor_error": anchor_error})

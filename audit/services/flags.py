@@ -195,9 +195,9 @@ def _decide(flag: Flag, status: str, user, reason: str, device: str, **detail):
     flag.status, flag.decided_at, flag.decided_by = status, timezone.now(), user
     flag.save(update_fields=["status", "decided_at", "decided_by"])
     action = {"confirmed": "confirmed", "dismissed": "dismissed"}[status]
-    _event(flag, action, user=user, reason=reason, coup=flag.coup, **detail)
+    event = _event(flag, action, user=user, reason=reason, coup=flag.coup, **detail)
     log_action(action=f"audit.flag.{action}", user=user, device=device, obj=flag,
-               reason=reason, old=old,
+               reason=reason, old=old, rows=[event],
                new={"status": status, "code": flag.code, "coup": flag.coup_id,
                     **detail})
     return flag

@@ -133,13 +133,18 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
             "obj": new, "reason": why, "old": summary["old"],
             "new": {**summary["new"], "revision": new.revision,
                     "supersedes": old.pk},
+            "rows": [*stakes, *findings],
         })
     for shoe_id, state in plan.shoes.items():
         Shoe.objects.filter(pk=shoe_id).update(**state)
     for tc in plan.turns:
         BankerTurn.objects.filter(pk=tc.turn.pk).update(**tc.new)
+    # Their state as written, bound to the correction's last log row.
+    state = [*Shoe.objects.filter(pk__in=list(plan.shoes)),
+             *BankerTurn.objects.filter(pk__in=[tc.turn.pk for tc in plan.turns])]
     body = plan.to_dict()
     logs.append({
+        "rows": state,
         "action": "tables.coup.correction_applied", "obj": revisions[0],
         "reason": reason,
         "new": {"commission_delta": body["commission_delta"],

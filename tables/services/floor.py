@@ -133,6 +133,7 @@ def house_rules_change(
             reason=reason,
             old=_rules_dict(current) if current else None,
             new=_rules_dict(rules),
+            rows=[rules],
         )
     return rules
 
