@@ -355,3 +355,22 @@ def test_a_user_revokes_his_own_token_with_it(croupier, table):
     r = revoke(tablet(token), croupier, reason="signing out", device="tablet-A")
     assert r.status_code == 200 and r.json() == {"revoked": True, "tokens": 1}
     assert not works(token) and works(other)
+
+
+def test_an_upgrade_forgets_the_tokens_drf_kept_in_clear(db):
+    """A database upgraded from DRF's authtoken keeps its table (Django leaves
+    it), but not the tokens in it."""
+    import importlib
+    from types import SimpleNamespace
+
+    migration = importlib.import_module("casino.migrations.0008_forget_clear_tokens")
+    # TEMP on PostgreSQL: the tests run as the runtime role, which may not
+    # create tables (SQLite's introspection does not list temporary ones).
+    temp = "TEMP " if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE {temp}TABLE authtoken_token (key varchar(40))")
+        cursor.execute("INSERT INTO authtoken_token VALUES ('f00d' || 'cafe')")
+    migration.forget_clear_tokens(None, SimpleNamespace(connection=connection))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM authtoken_token")
+        assert cursor.fetchone()[0] == 0
