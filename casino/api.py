@@ -158,7 +158,7 @@ PAGINATION = {"limit", "offset"}
 # status -> why a view may answer it; which ones apply is read off the view.
 ERROR_DESCRIPTIONS = {
     400: "Invalid input; the body names the field",
-    401: "Not signed in, or the token is unknown or revoked",
+    401: "Not signed in, or the token is unknown, expired or revoked",
     403: "Role not allowed (or CSRF check failed for a browser session)",
     404: "No such object",
     413: "The request body is too large",
