@@ -65,4 +65,4 @@ faults: $(VENV)/.installed-dev
 	$(PY) bench/faults.py $(FAULTS_ARGS)
 
 clean:
-	rm -rf $(VENV) var/casino.sqlite3
+	rm -rf $(VENV) var/casino.sqlite3 var/anchors  # anchors name rows of that database

@@ -71,6 +71,12 @@ class Command(BaseCommand):
                     f"Simulated one shoe at {first.name}: {report.coups} coups, "
                     f"{report.findings} findings, commission {report.commission}."
                 )
+        # The demo's trail anchored outside the database, as beat would.
+        from casino.anchors import trail_anchor
+
+        anchor = trail_anchor(reason="demo loaded")
+        if anchor is not None:
+            self.stdout.write(f"Trail anchored at row {anchor.row}.")
         if created:
             self.stdout.write("Demo users (passwords are shown only this once):")
             for username, role, password in created:
