@@ -9,3 +9,40 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "casino.settings")
 app = Celery("casino")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# A web request that sends a task (a report, a re-audit) must answer at once:
+# with Redis unreachable, 503 and the job kept queued for the sweep
+# (reports.dispatch_pending). Celery's defaults held the request ~19 s (the
+# Redis result backend retries its connection 20 times, a second apart, to
+# subscribe to a result nobody reads) or for ever (a Redis that accepts and
+# never answers: no socket timeout). So `publish` sends on a connection of its
+# own with short socket timeouts, retries once at once (a connection the
+# server dropped since), and asks for no result (the job's row is its state),
+# so the result backend is not touched. Workers keep Celery's patient defaults.
+PUBLISH_TIMEOUT = 0.3  # seconds per connect or read; two tries at most
+PUBLISH_TRANSPORT = {
+    "socket_connect_timeout": PUBLISH_TIMEOUT,
+    "socket_timeout": PUBLISH_TIMEOUT,
+}
+PUBLISH_RETRY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0,
+    "interval_max": 0,
+}
+
+
+def publish(signature) -> str:
+    """Send one task (a signature) now and return its id, or raise (kombu's
+    OperationalError) within about 2 × PUBLISH_TIMEOUT if Redis is down or
+    hung. Eager (no Redis): run it here, as apply_async does."""
+    if app.conf.task_always_eager:
+        return signature.apply_async().id
+    with app.connection_for_write(transport_options=PUBLISH_TRANSPORT) as conn:
+        result = signature.apply_async(
+            connection=conn,
+            retry=True,
+            retry_policy=PUBLISH_RETRY,
+            ignore_result=True,
+        )
+    return result.id

@@ -202,7 +202,8 @@ class ReauditListCreate(ListAPIView):
         return [Can(cap)()]
 
     @extend_schema(request=ReauditRequestSerializer,
-                   responses={202: ReauditRunSerializer})
+                   responses={202: ReauditRunSerializer,
+                              503: OpenApiResponse(description="queue unavailable")})
     def post(self, request):
         data = ReauditRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -22,6 +22,7 @@ from django.db.models import F, Sum
 from django.db.models.functions import Mod
 from django.utils import timezone
 
+from casino.celery import publish
 from casino.changelog import log_action
 from tables import chemmy
 from tables.errors import Invalid
@@ -30,7 +31,7 @@ from tables.rollups import current_coups
 from tables.services.coups import tableau_for
 
 from .models import ReauditChunk, ReauditFinding, ReauditRun, Status
-from .services import RETRY_POLICY, check_period
+from .services import check_period
 
 log = logging.getLogger(__name__)
 # The findings that depend on the tableau (shoe and bank findings do not).
@@ -91,17 +92,14 @@ def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
 
 
 def reaudit_dispatch(*, run: ReauditRun) -> bool:
-    from celery import chord
+    """Send the run's start task; False (left queued, sent again by the sweep)
+    if the broker is down. One message, given up within a second
+    (casino.celery.publish): the chord itself, which needs the result backend
+    (its counter), is built by a worker (reaudit_launch), never in a request."""
+    from .tasks import reaudit_start_task
 
-    from .tasks import reaudit_chunk_task, reaudit_finish_task
-
-    finish = reaudit_finish_task.si(run.pk)
     try:
-        if run.chunks_total:
-            header = [reaudit_chunk_task.si(run.pk, i) for i in range(run.chunks_total)]
-            chord(header)(finish, retry=True, retry_policy=RETRY_POLICY)
-        else:
-            finish.apply_async(retry=True, retry_policy=RETRY_POLICY)
+        publish(reaudit_start_task.si(run.pk))
     except Exception as exc:  # broker down: left queued, sent again later
         log.warning("re-audit %s not dispatched: %s", run.pk, exc)
         return False
@@ -109,6 +107,24 @@ def reaudit_dispatch(*, run: ReauditRun) -> bool:
     ReauditRun.objects.filter(pk=run.pk, dispatched_at=None).update(dispatched_at=now)
     run.dispatched_at = now
     return True
+
+
+def reaudit_launch(*, run_id: int) -> int:
+    """On a worker: the run's chunks as a chord, its finish once all are done.
+    Delivered twice (a worker lost before its ack), the second chord finds
+    every chunk done and the run finished: each step is done once."""
+    from celery import chord
+
+    from .tasks import reaudit_chunk_task, reaudit_finish_task
+
+    run = ReauditRun.objects.get(pk=run_id)
+    finish = reaudit_finish_task.si(run.pk)
+    if run.chunks_total:
+        header = [reaudit_chunk_task.si(run.pk, i) for i in range(run.chunks_total)]
+        chord(header)(finish)
+    else:
+        finish.apply_async()
+    return run.chunks_total
 
 
 def _engine_findings(coup: dict, tableau) -> list[chemmy.Finding]:

@@ -28,6 +28,11 @@ def report_build_task(job_id: int) -> dict:
     return {"job": job.pk, "status": job.status, "rows": job.rows}
 
 
+@shared_task(name="reports.reaudit_start", **TASK)
+def reaudit_start_task(run_id: int) -> dict:
+    return {"run": run_id, "chunks": reaudit.reaudit_launch(run_id=run_id)}
+
+
 @shared_task(name="reports.reaudit_chunk", **TASK)
 def reaudit_chunk_task(run_id: int, index: int) -> dict:
     try:
