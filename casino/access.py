@@ -57,6 +57,7 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-shoe": {"GET": R},
     "api-shoe-close": {"POST": "shoe.manage"},
     "api-coup-record": {"POST": "coup.record"},
+    "api-coup-accept": {"POST": "coup.accept"},
     "api-turn": {"GET": R},
     "api-turn-pass": {"POST": "turn.manage"},
     "api-coups": {"GET": "coup.read"},
@@ -78,6 +79,8 @@ ROUTES: dict[str, dict[str, str]] = {
     "tablet:recent": {"GET": R},
     "tablet:shoe-close": {"POST": "shoe.manage"},
     "tablet:turn-pass": {"POST": "turn.manage"},
+    # the croupier's tablet sends it; the pit boss signs it with his password
+    "tablet:accept": {"POST": "coup.record"},
     "tablet:lock": {"POST": PUBLIC},
     "tablet:unlock": {"GET": PUBLIC, "POST": PUBLIC},
     "tablet:preferences": {"GET": SIGNED_IN, "POST": SIGNED_IN},

@@ -33,6 +33,10 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # Coup entry is the croupier's alone (issue 4: the pit boss reviews and
     # corrects what a croupier entered; nobody reviews his own entry).
     "coup.record": frozenset({CROUPIER}),
+    # A coup queued on a tablet under a croupier who was relieved before it
+    # was sent: a pit boss stores it on his behalf, with a reason (issue 11).
+    # The coup stays the croupier's; the pit boss enters none of his own.
+    "coup.accept": frozenset({PITBOSS}),
     "coup.read": frozenset({CROUPIER, PITBOSS, MANAGER, AUDITOR}),
     "engine.check": frozenset({CROUPIER, PITBOSS, MANAGER, AUDITOR}),
     # Pit boss review (issue 4).

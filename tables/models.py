@@ -314,6 +314,22 @@ class Coup(AppendOnlyModel):
     )
     corrected_at = models.DateTimeField(null=True, blank=True)
     correction_reason = models.TextField(blank=True)
+    # A coup queued on a tablet under one croupier and stored while another
+    # was signed in there: a pit boss accepted it on the croupier's behalf
+    # (tables/services/coups.py coup_accept). `entered_by` stays the croupier
+    # who entered it; who vouched for it, and why, is here and in its log row.
+    # No index: nothing looks coups up by it, and every index is one more
+    # insert per coup.
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+    )
+    accepted_reason = models.TextField(blank=True)
+
 
     class Meta:
         ordering = ["shoe", "seq", "revision"]

@@ -5,6 +5,12 @@
  * Idempotency-Key made here and the expected_seq it should get; the queue is
  * sent in order, so a retry after a lost answer returns the same coup (200)
  * and a second tablet that got there first answers 409 ("the shoe moved on").
+ *
+ * Each coup keeps who entered it (user id, time on the tablet) and is sent
+ * only while he is signed in: after a Lock and a relief's unlock, the coups
+ * the first croupier left wait for him (or for a pit boss, who accepts them on
+ * his behalf with a reason), and the relief's own coups queue behind them, in
+ * dealing order. The server refuses a coup whose author is not the sender.
  */
 (function () {
   "use strict";
@@ -14,6 +20,8 @@
   const T = JSON.parse($("tablet-strings").textContent);
   const URLS = S.urls;
   const USER = S.user;
+  const USER_ID = S.user_id === undefined ? null : S.user_id;
+  const USER_NAME = S.user_name || USER;
   const LANG = S.language || document.documentElement.lang || "en";
   const QUEUE_KEY = "chemmy.tablet.queue";
   const DEVICE_KEY = "chemmy.tablet.device";
@@ -108,6 +116,49 @@
     return q.filter((e) => e.shoe === S.shoe.id);
   }
 
+  // ---- who entered each coup ---------------------------------------------------
+
+  function hasId(e) {
+    return e.user_id !== undefined && e.user_id !== null;
+  }
+  function isMine(e) {
+    if (hasId(e) && USER_ID !== null) return e.user_id === USER_ID;
+    return e.user === USER; // queued before coups kept their author's id
+  }
+  function sameAuthor(a, b) {
+    return hasId(a) && hasId(b) ? a.user_id === b.user_id : a.user === b.user;
+  }
+  function authorName(e) {
+    return e.name || e.user;
+  }
+  /** The coups at the head of the queue that another croupier entered: they
+   *  hold the queue (a shoe's coups are stored in dealing order). */
+  function heldRun() {
+    const q = queue();
+    if (!q.length || isMine(q[0])) return [];
+    const run = [];
+    for (const e of q) {
+      if (!sameAuthor(e, q[0])) break;
+      run.push(e);
+    }
+    return run;
+  }
+  /** This croupier's own coups queued before their author's id was kept. */
+  function adoptOwnEntries() {
+    if (USER_ID === null) return;
+    const q = queue();
+    let changed = false;
+    for (const e of q) {
+      if (!hasId(e) && e.user === USER) {
+        e.user_id = USER_ID;
+        e.name = USER_NAME;
+        e.body.entered_by = USER_ID;
+        changed = true;
+      }
+    }
+    if (changed) saveQueue(q);
+  }
+
   /** The table as it stands: the server's state plus this shoe's coups that
    *  are still waiting (their figures are provisional, from the same rules). */
   function derive() {
@@ -151,6 +202,7 @@
   let paused = null; // {kind, entry} while a conflict waits for the croupier
   let flushing = false;
   let pendingVerdict = null;
+  let lockArmed = false; // Lock tapped once with coups of one's own waiting
 
   function clearCards() {
     cards = { p1: null, b1: null, p2: null, b2: null, p3: null, b3: null };
@@ -350,6 +402,7 @@
     renderCards();
     renderGuidance();
     renderNet();
+    renderHeld();
   }
 
   function renderBar() {
@@ -548,6 +601,26 @@
     net.className = "net" + (n > 0 ? " net-waiting" : "") + (navigator.onLine ? "" : " net-off");
   }
 
+  function renderHeld() {
+    const run = heldRun();
+    const box = $("held");
+    if (!run.length) {
+      box.hidden = true;
+      return;
+    }
+    const name = authorName(run[0]);
+    $("held-text").textContent =
+      run.length === 1
+        ? fmt(T.held_one, { name: name })
+        : fmt(T.held_many, { n: run.length, name: name });
+    $("held-behind").textContent = T.held_behind;
+    $("held-behind").hidden = false;
+    const accept = $("held-accept");
+    accept.textContent = fmt(T.held_accept, { name: name });
+    accept.hidden = !hasId(run[0]); // the server needs the author's id
+    box.hidden = false;
+  }
+
   function showAlert(text) {
     const a = $("alert");
     a.textContent = text;
@@ -555,6 +628,7 @@
   }
   function hideAlert() {
     $("alert").hidden = true;
+    lockArmed = false;
   }
 
   // ---- results -------------------------------------------------------------------
@@ -596,7 +670,11 @@
         box.append(el("a", { class: "btn btn-primary btn-big", href: URLS.session, text: T.open_next_bank }));
       }
     }
-    if (r.by) box.append(el("p", { class: "muted", text: fmt(T.recorded_by, { user: r.by }) }));
+    if (r.by && r.acceptedBy) {
+      box.append(el("p", { class: "muted", text: fmt(T.accepted_line, { user: r.by, by: r.acceptedBy }) }));
+    } else if (r.by) {
+      box.append(el("p", { class: "muted", text: fmt(T.recorded_by, { user: r.by }) }));
+    }
     $("result").replaceChildren(box);
   }
 
@@ -617,6 +695,7 @@
       })),
       findings: coup.findings.map((f) => findingText(Object.assign({}, f.detail || {}, f), totals)),
       by: coup.entered_by,
+      acceptedBy: coup.accepted_by,
       provisional: false,
     };
   }
@@ -685,13 +764,19 @@
       }),
       expected_seq: view.nextSeq,
     };
+    const at = new Date().toISOString();
+    // Who entered it travels with it: the server refuses it from anyone else.
+    if (USER_ID !== null) body.entered_by = USER_ID;
+    body.entered_at = at;
     const entry = {
       key: uuid(),
       shoe: S.shoe.id,
       url: URLS.record,
       body: body,
-      at: new Date().toISOString(),
+      at: at,
       user: USER,
+      user_id: USER_ID,
+      name: USER_NAME,
       provisional: provisional(verdict),
     };
     // First of all, the coup is on the tablet.
@@ -745,6 +830,9 @@
         const q = queue();
         if (!q.length || paused) break;
         const entry = q[0];
+        // Another croupier's coup waits for him (renderHeld says so), and so
+        // does everything behind it: the shoe's coups go in dealing order.
+        if (!isMine(entry)) break;
         let r;
         try {
           r = await send(entry);
@@ -764,6 +852,7 @@
           data = {};
         }
         if (r.status >= 500 || r.status === 429) break; // try again later
+        if (r.status === 403 && data.entered_by) break; // not his: it waits
         if (r.status === 401 || r.status === 403) {
           showAlert(T.signed_out);
           break;
@@ -987,13 +1076,125 @@
     else if (C.SUITS.includes(ch) && pendingRank) tapSuit(ch);
   });
 
+  // Locking with coups of one's own still queued: they stay on the tablet
+  // under his name (sent when he unlocks again, or a pit boss accepts them);
+  // the first tap says so, a second one locks (lockArmed).
   document.querySelectorAll("[data-lock-form]").forEach(function (f) {
     f.addEventListener("submit", function (ev) {
-      if (queue().length) {
+      const n = queue().filter(isMine).length;
+      if (n && !lockArmed) {
         ev.preventDefault();
-        showAlert(T.lock_waiting);
+        showAlert(n === 1 ? T.lock_waiting_one : fmt(T.lock_waiting_many, { n: n }));
+        lockArmed = true;
       }
     });
+  });
+
+  // ---- a pit boss accepts the held coups on their author's behalf -------------
+
+  function clock(iso) {
+    return new Date(iso).toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function acceptError(text) {
+    const box = $("accept-error");
+    box.textContent = text;
+    box.hidden = false;
+  }
+
+  function openAccept() {
+    const run = heldRun();
+    if (!run.length) return;
+    const name = authorName(run[0]);
+    $("accept-summary").textContent =
+      run.length === 1
+        ? fmt(T.accept_summary_one, { name: name, from: clock(run[0].at) })
+        : fmt(T.accept_summary_many, {
+            n: run.length,
+            name: name,
+            from: clock(run[0].at),
+            to: clock(run[run.length - 1].at),
+          });
+    $("accept-error").hidden = true;
+    $("accept-password").value = "";
+    $("accept").showModal();
+    $("accept-username").focus();
+  }
+
+  async function sendAccept() {
+    const run = heldRun();
+    if (!run.length || !hasId(run[0])) return $("accept").close();
+    const username = $("accept-username").value.trim();
+    const password = $("accept-password").value;
+    const reason = $("accept-reason").value.trim();
+    if (!username || !password) return acceptError(T.accept_need_sign);
+    if (!reason) return acceptError(T.accept_need_reason);
+    const name = authorName(run[0]);
+    const button = $("accept-send");
+    button.disabled = true;
+    let r;
+    let data = {};
+    try {
+      r = await fetch(URLS.accept, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: {
+          "Content-Type": "application/json",
+          Accept: "application/json",
+          "X-CSRFToken": csrf(),
+          "X-Device": device(),
+        },
+        body: JSON.stringify({
+          username: username,
+          password: password,
+          reason: reason,
+          entered_by: run[0].user_id,
+          coups: run.map((e) => ({ shoe: e.shoe, key: e.key, body: e.body })),
+        }),
+      });
+      try {
+        data = await r.json();
+      } catch (e) {
+        data = {};
+      }
+    } catch (err) {
+      return acceptError(T.offline);
+    } finally {
+      button.disabled = false;
+      $("accept-password").value = ""; // never left on the relief's tablet
+    }
+    if (r.ok) {
+      $("accept-reason").value = "";
+      $("accept").close();
+      let last = null;
+      for (const s of data.stored) {
+        const entry = run.find((e) => e.key === s.key);
+        removeEntry(s.key);
+        if (s.coup.shoe === S.shoe.id) S.shoe.next_seq = Math.max(S.shoe.next_seq, s.coup.seq + 1);
+        last = { entry: entry, coup: s.coup };
+      }
+      if (last) await recorded(last.entry, last.coup);
+      const n = data.stored.length;
+      showAlert(fmt(n === 1 ? T.accepted_one : T.accepted_many, { n: n, name: name, by: data.accepted_by }));
+      render();
+      flush(); // the relief's own coups, queued behind them
+      return;
+    }
+    const entry = data.index !== undefined ? run[data.index] : null;
+    if (r.status === 409 && entry && data["coups[" + data.index + "].expected_seq"]) {
+      $("accept").close();
+      paused = { kind: "moved", entry: entry, data: data };
+      await showConflict();
+      return;
+    }
+    acceptError(fmt(T.accept_refused, { detail: data.detail || String(r.status) }));
+  }
+
+  $("held-accept").addEventListener("click", openAccept);
+  $("accept-send").addEventListener("click", sendAccept);
+  $("accept-cancel").addEventListener("click", function () {
+    $("accept-password").value = "";
+    $("accept").close();
   });
 
   window.addEventListener("online", () => {
@@ -1006,6 +1207,7 @@
   }, 5000);
 
   // On load: show the last coup, then send anything a reload left waiting.
+  adoptOwnEntries();
   const waiting = mine(queue()).filter((e) => e.body.expected_seq >= S.shoe.next_seq);
   if (waiting.length) showProvisional(waiting[waiting.length - 1]);
   else if (S.last_coup) {

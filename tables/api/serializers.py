@@ -22,6 +22,7 @@ from ..models import (
 )
 
 MAX_MONEY = Decimal("999999999999.99")
+USER_ID_MAX = 2**63 - 1  # a user id the database can hold (BigAutoField)
 
 
 def money_field(**kwargs) -> serializers.DecimalField:
@@ -220,6 +221,36 @@ class CoupInSerializer(serializers.Serializer):
         help_text="The sequence number the tablet expects this coup to get; "
         "a different one is a 409 (the shoe moved on).",
     )
+    entered_by = serializers.IntegerField(
+        min_value=1,
+        max_value=USER_ID_MAX,
+        required=False,
+        allow_null=True,
+        help_text="The user id of the croupier who entered this coup on the "
+        "tablet (a coup queued while offline keeps its author). Another user's "
+        "id than the sender's is refused (403 naming entered_by): only he sends "
+        "it, or a pit boss accepts it on his behalf (coups/accept/).",
+    )
+    entered_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When the coup was entered, by the tablet's clock (kept in "
+        "the change log; the coup's created_at is the server's).",
+    )
+
+
+class CoupAcceptSerializer(CoupInSerializer):
+    entered_by = serializers.IntegerField(
+        min_value=1,
+        max_value=USER_ID_MAX,
+        help_text="The user id of the croupier who entered the coup; it stays "
+        "his (entered_by), the pit boss is its accepted_by.",
+    )
+    reason = CharField(
+        max_length=500,
+        help_text="Why the pit boss stores it on the croupier's behalf (kept on "
+        "the coup and in the change log).",
+    )
 
 
 class StakeSerializer(serializers.ModelSerializer):
@@ -250,6 +281,10 @@ class CoupSerializer(serializers.ModelSerializer):
     session = serializers.IntegerField(source="shoe.session_id", read_only=True)
     cards_left = serializers.SerializerMethodField()
     entered_by = serializers.StringRelatedField()
+    accepted_by = serializers.StringRelatedField(
+        allow_null=True,  # null: sent by the croupier who entered it
+        help_text="The pit boss who stored this coup on the croupier's behalf",
+    )
 
     class Meta:
         model = Coup
@@ -286,6 +321,8 @@ class CoupSerializer(serializers.ModelSerializer):
             "cards_left_before",
             "cards_left",
             "tableau_version",
+            "accepted_by",
+            "accepted_reason",
             "stakes",
             "findings",
         ]
@@ -385,6 +422,10 @@ def coup_payload(coup: Coup, stakes=None, findings=None) -> dict:
         - len(coup.punter_cards)
         - len(coup.banker_cards),
         "tableau_version": coup.tableau_version,
+        "accepted_by": None
+        if coup.accepted_by_id is None
+        else str(coup.accepted_by),
+        "accepted_reason": coup.accepted_reason,
         "stakes": [
             {
                 "position": st.position,

@@ -23,6 +23,11 @@ urlpatterns = [
     path("shoes/<id:pk>/", v.ShoeDetailView.as_view(), name="api-shoe"),
     path("shoes/<id:pk>/close/", v.ShoeCloseView.as_view(), name="api-shoe-close"),
     path("shoes/<id:pk>/coups/", v.CoupRecordView.as_view(), name="api-coup-record"),
+    path(
+        "shoes/<id:pk>/coups/accept/",
+        v.CoupAcceptView.as_view(),
+        name="api-coup-accept",
+    ),
     path("turns/<id:pk>/", v.TurnDetailView.as_view(), name="api-turn"),
     path("turns/<id:pk>/pass/", v.TurnPassView.as_view(), name="api-turn-pass"),
     path("coups/", v.CoupListView.as_view(), name="api-coups"),

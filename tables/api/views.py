@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -288,9 +289,9 @@ class TurnPassView(APIView):
 
 
 def coups_queryset():
-    return Coup.objects.select_related("shoe__session", "entered_by").prefetch_related(
-        "stakes", "findings"
-    )
+    return Coup.objects.select_related(
+        "shoe__session", "entered_by", "accepted_by"
+    ).prefetch_related("stakes", "findings")
 
 
 class CoupFilter(filters.FilterSet):
@@ -388,10 +389,72 @@ class CoupRecordView(APIView):
             declared_bank=v.get("declared_bank"),
             expected_seq=v.get("expected_seq"),
             idempotency_key=key,
+            entered_by=v.get("entered_by"),
+            entered_at=v.get("entered_at"),
         )
         if result.created:
             payload = s.coup_payload(result.coup, result.stakes, result.findings)
         else:  # a replay: read it back with its relations
+            payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
+        return Response(
+            payload,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+def _idempotency_key(request) -> str | None:
+    key = (request.headers.get("Idempotency-Key") or "").strip() or None
+    if key is not None and len(key) > 100:
+        raise ValidationError({"Idempotency-Key": ["at most 100 characters"]})
+    return key
+
+
+class CoupAcceptView(APIView):
+    permission_classes = [Can("coup.accept")]
+
+    @extend_schema(
+        request=s.CoupAcceptSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="The key the croupier's tablet made for this coup: "
+                "a coup already stored under it is returned (200).",
+            )
+        ],
+        responses={
+            201: s.CoupSerializer,
+            200: OpenApiResponse(s.CoupSerializer, description="Replay of a key"),
+            **errors(400, 401, 403, 404, 409),
+        },
+        summary="Store a croupier's queued coup on his behalf (pit boss)",
+        description="A coup a croupier entered on a tablet and could not send "
+        "before he was relieved: it is stored as his (entered_by), with the pit "
+        "boss as accepted_by and the reason on the coup and in the change log.",
+    )
+    def post(self, request, pk: int):
+        data = s.CoupAcceptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = services.coup_accept(
+            shoe_id=pk,
+            user=request.user,
+            device=device_of(request),
+            entered_by=v["entered_by"],
+            reason=v["reason"],
+            punter=v["punter"],
+            banker=v["banker"],
+            stakes=[services.StakeInput(**st) for st in v["stakes"]],
+            declared_bank=v.get("declared_bank"),
+            expected_seq=v.get("expected_seq"),
+            idempotency_key=_idempotency_key(request),
+            entered_at=v.get("entered_at"),
+        )
+        if result.created:
+            payload = s.coup_payload(result.coup, result.stakes, result.findings)
+        else:
             payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
         return Response(
             payload,

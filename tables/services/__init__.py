@@ -7,7 +7,7 @@ from .corrections import (
     coup_correct,
     coup_correct_preview,
 )
-from .coups import RecordResult, StakeInput, coup_record
+from .coups import RecordResult, StakeInput, coup_accept, coup_record
 from .floor import (
     gaming_day_for,
     house_rules_change,
@@ -37,6 +37,7 @@ __all__ = [
     "StakeInput",
     "banker_turn_open",
     "banker_turn_pass",
+    "coup_accept",
     "coup_record",
     "gaming_day_for",
     "house_rules_change",

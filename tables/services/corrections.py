@@ -113,6 +113,7 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
             revision=old.revision + 1, rules_id=old.rules_id,
             tableau_version=old.tableau_version, gaming_day=old.gaming_day,
             created_at=old.created_at, entered_by_id=old.entered_by_id,
+            accepted_by_id=old.accepted_by_id, accepted_reason=old.accepted_reason,
             device=old.device, banker_seat=old.banker_seat,
             finding_count=len(ch.findings), corrected_by=user, corrected_at=now,
             correction_reason=why, **values)

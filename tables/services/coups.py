@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
+from django.contrib.auth import get_user_model
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
-from ..errors import Conflict
+from casino.roles import CROUPIER, has_capability, user_roles
+
+from ..errors import Conflict, Forbidden, Invalid
 from ..models import Coup, Finding, Stake
 from . import ledger_pg
 from .ledger import (
@@ -48,6 +52,7 @@ __all__ = [
     "RecordResult",
     "StakeInput",
     "_engine_stakes",
+    "coup_accept",
     "coup_record",
     "tableau_by_id",
     "tableau_for",
@@ -76,6 +81,24 @@ def _replay(key: str, digest: str, shoe_id: int) -> Coup | None:
     return existing
 
 
+@dataclass(frozen=True)
+class _Acceptance:
+    """A pit boss stores a croupier's queued coup on his behalf, with why."""
+
+    by: object
+    reason: str
+
+
+def _username(user_id: int) -> str:
+    name = (
+        get_user_model()
+        .objects.filter(pk=user_id)
+        .values_list("username", flat=True)
+        .first()
+    )
+    return name if name is not None else f"user {user_id}"
+
+
 def coup_record(
     *,
     shoe_id: int,
@@ -87,6 +110,112 @@ def coup_record(
     idempotency_key: str | None = None,
     expected_seq: int | None = None,
     device: str = "",
+    entered_by: int | None = None,
+    entered_at: datetime | None = None,
+) -> RecordResult:
+    """Record a coup entered by `user`. `entered_by` (a user id) is who the
+    tablet says entered it: a coup queued under one croupier is never stored
+    under another who is signed in when the queue is sent (coup_accept is the
+    pit boss's way). `entered_at`, the tablet's clock, goes to the log row."""
+    if entered_by is not None and entered_by != user.pk:
+        name = _username(entered_by)
+        raise Forbidden(
+            "entered_by",
+            f"this coup was entered by {name}, not by you: it is sent when "
+            f"{name} signs in, or a pit boss accepts it on their behalf with a "
+            "reason",
+        )
+    return _record(
+        shoe_id=shoe_id,
+        sender=user,
+        author=user,
+        acceptance=None,
+        punter=punter,
+        banker=banker,
+        stakes=stakes,
+        declared_bank=declared_bank,
+        idempotency_key=idempotency_key,
+        expected_seq=expected_seq,
+        device=device,
+        entered_at=entered_at,
+    )
+
+
+def coup_accept(
+    *,
+    shoe_id: int,
+    user,
+    entered_by: int,
+    reason: str,
+    punter: Sequence[str],
+    banker: Sequence[str],
+    stakes: Sequence[StakeInput],
+    declared_bank: Decimal | None = None,
+    idempotency_key: str | None = None,
+    expected_seq: int | None = None,
+    device: str = "",
+    entered_at: datetime | None = None,
+) -> RecordResult:
+    """A pit boss (`user`) stores a coup that croupier `entered_by` entered on
+    a tablet and could not send himself (relieved meanwhile). The coup stays
+    the croupier's (entered_by, the day's rollup, his flags); `accepted_by` and
+    `accepted_reason` say who vouched for it and why, and its change-log row is
+    the pit boss's, with the reason."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid(
+            "reason", "accepting a coup on a croupier's behalf needs a reason"
+        )
+    if not has_capability(user, "coup.accept"):
+        raise Forbidden(
+            "entered_by", "only a pit boss accepts a coup on a croupier's behalf"
+        )
+    if entered_by == user.pk:
+        raise Forbidden(
+            "entered_by",
+            "nobody accepts his own coup: a pit boss accepts a croupier's",
+        )
+    author = get_user_model().objects.filter(pk=entered_by).first()
+    if author is None:
+        raise Invalid("entered_by", f"no user with id {entered_by}")
+    # His role, not whether his account is still active: a croupier signed
+    # off since (or whose account was closed) still entered these coups.
+    if not (author.is_superuser or CROUPIER in user_roles(author)):
+        raise Invalid(
+            "entered_by",
+            f"{author.get_username()} is not a croupier: only a croupier's "
+            "coups are accepted on his behalf",
+        )
+    return _record(
+        shoe_id=shoe_id,
+        sender=user,
+        author=author,
+        acceptance=_Acceptance(user, reason),
+        punter=punter,
+        banker=banker,
+        stakes=stakes,
+        declared_bank=declared_bank,
+        idempotency_key=idempotency_key,
+        expected_seq=expected_seq,
+        device=device,
+        entered_at=entered_at,
+    )
+
+
+def _record(
+    *,
+    shoe_id: int,
+    sender,
+    author,
+    acceptance: _Acceptance | None,
+    punter: Sequence[str],
+    banker: Sequence[str],
+    stakes: Sequence[StakeInput],
+    declared_bank: Decimal | None,
+    idempotency_key: str | None,
+    expected_seq: int | None,
+    device: str,
+    entered_at: datetime | None,
 ) -> RecordResult:
     inp = coup_input(
         punter=punter,
@@ -103,10 +232,13 @@ def coup_record(
         with transaction.atomic():
             return _record_locked(
                 shoe_id=shoe_id,
-                user=user,
+                user=sender,
+                author=author,
+                acceptance=acceptance,
                 device=device,
                 inp=inp,
                 expected_seq=expected_seq,
+                entered_at=entered_at,
             )
     except (IntegrityError, Conflict):
         # A replay of an acknowledged coup is answered with that coup even
@@ -127,7 +259,15 @@ def coup_record(
 
 
 def _record_locked(
-    *, shoe_id, user, device, inp: CoupInput, expected_seq
+    *,
+    shoe_id,
+    user,
+    author,
+    acceptance: _Acceptance | None,
+    device,
+    inp: CoupInput,
+    expected_seq,
+    entered_at: datetime | None,
 ) -> RecordResult:
     # PostgreSQL: two round trips (ledger_pg); no shoe or no open turn, and
     # any other database, take the ORM's statements, which also say why.
@@ -146,13 +286,26 @@ def _record_locked(
         turn = lock_open_turn(shoe.session_id)
         if turn is None:
             raise Conflict("turn", "no open banker turn: open one before dealing")
-    ctx = coup_context(shoe, user, device)
+    # The coup is its author's (entered_by); the log row is whoever sent it.
+    ctx = coup_context(shoe, author, device)
     now = timezone.now()
     prepared = coup_prepare(
         ctx, ShoeState.of(shoe), TurnState.of(turn), inp, now=now
     )
     prepared.turn.apply(now)
+    if acceptance is not None:
+        prepared.coup.accepted_by = acceptance.by
+        prepared.coup.accepted_reason = acceptance.reason
     log = coup_log_entry(prepared, user=user, device=device)
+    if acceptance is not None or entered_at is not None:
+        new = dict(log["new"])
+        if acceptance is not None:
+            log["reason"] = acceptance.reason
+            new["entered_by"] = author.pk
+            new["accepted_by"] = acceptance.by.pk
+        if entered_at is not None:
+            new["entered_at"] = entered_at  # the tablet's clock
+        log["new"] = new
     if fast is not None:
         ledger_pg.coup_write(
             shoe=shoe,

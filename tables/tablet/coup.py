@@ -99,6 +99,10 @@ def coup_screen(request, shoe_id: int):
         "recent": reverse("tablet:recent", args=[shoe.pk]),
     }
     state["user"] = request.user.get_username()
+    # Each queued coup keeps who entered it; the queue is sent only under him.
+    state["user_id"] = request.user.pk
+    state["user_name"] = request.user.get_full_name() or state["user"]
+    state["urls"]["accept"] = reverse("tablet:accept")
     state["quick_amounts"] = quick_amounts(shoe.session.table.rules.minimum_banco)
     state["language"] = request.LANGUAGE_CODE
     state["urls"]["pass_template"] = reverse("tablet:turn-pass", args=[0])

@@ -232,7 +232,39 @@ def js_strings() -> dict[str, str]:
         "signed_out": _(
             "You are signed out: sign in again, the waiting coups will be sent."
         ),
-        "lock_waiting": _("Send the waiting coups before locking."),
+        "lock_waiting_one": _(
+            "1 of your coups is not sent yet. It stays on this tablet under "
+            "your name and is sent when you unlock it again, or a pit boss "
+            "accepts it. Tap Lock again to lock."
+        ),
+        "lock_waiting_many": _(
+            "{n} of your coups are not sent yet. They stay on this tablet under "
+            "your name and are sent when you unlock it again, or a pit boss "
+            "accepts them. Tap Lock again to lock."
+        ),
+        # coups queued under another croupier (relieved since): they wait
+        "held_one": _(
+            "Waiting for {name}: 1 coup entered by {name} is kept on this "
+            "tablet. It is sent when {name} unlocks it again, or a pit boss "
+            "accepts it for {name}."
+        ),
+        "held_many": _(
+            "Waiting for {name}: {n} coups entered by {name} are kept on this "
+            "tablet. They are sent when {name} unlocks it again, or a pit boss "
+            "accepts them for {name}."
+        ),
+        "held_behind": _(
+            "The coups you enter now wait behind them, in dealing order."
+        ),
+        "held_accept": _("Pit boss: accept for {name}"),
+        "accept_summary_one": _("1 coup entered by {name} at {from}."),
+        "accept_summary_many": _("{n} coups entered by {name}, from {from} to {to}."),
+        "accept_need_sign": _("The pit boss's user name and password are needed."),
+        "accept_need_reason": _("Give the reason."),
+        "accept_refused": _("Not accepted: {detail}"),
+        "accepted_one": _("1 coup of {name} accepted by {by}."),
+        "accepted_many": _("{n} coups of {name} accepted by {by}."),
+        "accepted_line": _("Entered by {user}, accepted by {by}"),
         "no_turn": _("No bank is open: open the next bank first."),
         "cards_full": _("Both hands are full."),
         "no_target": _("Choose who takes the next card."),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import coup, lock, views
+from . import accept, coup, lock, views
 
 app_name = "tablet"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("shoes/<id:shoe_id>/recent/", coup.recent_coups, name="recent"),
     path("shoes/<id:shoe_id>/close/", views.shoe_close, name="shoe-close"),
     path("turns/<id:turn_id>/pass/", views.turn_pass, name="turn-pass"),
+    path("accept/", accept.TabletAcceptView.as_view(), name="accept"),
     path("lock/", lock.lock, name="lock"),
     path("unlock/", lock.unlock, name="unlock"),
     path("preferences/", lock.preferences, name="preferences"),

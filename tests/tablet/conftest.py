@@ -115,9 +115,14 @@ def recorded(page, seq: int) -> None:
 
 def card(page, code: str):
     """Click a card on the pad by accessible names: rank then suit."""
+    from django.utils import translation
+
     from tables.tablet.coup import card_keys
 
-    ranks, suits = card_keys()
+    # The English names, whatever an earlier test left active in this thread
+    # (a test client's French request does: the pad then reads "Cœur").
+    with translation.override("en"):
+        ranks, suits = card_keys()
     rank = next(r["name"] for r in ranks if r["code"] == code[0])
     suit = next(s["name"] for s in suits if s["code"] == code[1])
     pad = page.get_by_role("group", name="Card pad")

@@ -72,10 +72,14 @@ def test_three_coups_offline_survive_a_reload_and_arrive_in_order(
     assert Coup.objects.count() == 0
     screenshot("tablet-offline-waiting-landscape")
 
-    # Locking would sign out with coups on the tablet: refused.
+    # Locking with coups waiting asks first: they stay on the tablet under
+    # his name (tests/tablet/test_offline_author.py locks and unlocks).
     page.get_by_role("button", name="Lock").click()
-    refused = "Send the waiting coups before locking."
-    expect(page.locator("#alert")).to_have_text(refused)
+    expect(page.locator("#alert")).to_have_text(
+        "3 of your coups are not sent yet. They stay on this tablet under your "
+        "name and are sent when you unlock it again, or a pit boss accepts them. "
+        "Tap Lock again to lock."
+    )
 
     # The server's page changes; an offline reload must still show the kept copy.
     from tables.models import Table
