@@ -330,7 +330,6 @@ class Coup(AppendOnlyModel):
     )
     accepted_reason = models.TextField(blank=True)
 
-
     class Meta:
         ordering = ["shoe", "seq", "revision"]
         constraints = [
