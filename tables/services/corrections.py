@@ -117,12 +117,12 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
             device=old.device, banker_seat=old.banker_seat,
             finding_count=len(ch.findings), corrected_by=user, corrected_at=now,
             correction_reason=why, **values)
-        Stake.objects.bulk_create(Stake(coup=new, **s) for s in ch.stakes)
-        Finding.objects.bulk_create(
+        stakes = Stake.objects.bulk_create([Stake(coup=new, **s) for s in ch.stakes])
+        findings = Finding.objects.bulk_create([
             Finding(coup=new, code=f.code, severity=f.severity, side=f.side or "",
                     detail=dict(f.detail), message=f.message,
                     tableau_version=old.tableau_version)
-            for f in ch.findings)
+            for f in ch.findings])
         table_id = old.shoe.session.table_id
         rollup_apply(old, ch.old_codes, table_id=table_id, sign=-1)
         rollup_apply(new, [f.code for f in ch.findings], table_id=table_id)
