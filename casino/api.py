@@ -12,6 +12,7 @@ from django.http import Http404, JsonResponse
 from django.views.defaults import page_not_found
 from django_filters import rest_framework as filters
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import append_meta
 from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -22,6 +23,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from tables.chemmy import CoupError
 from tables.errors import ServiceError
 
+from .drf import DecimalField as StrictDecimalField
 from .drf import PayloadTooLarge
 
 
@@ -215,6 +217,16 @@ class CasinoAutoSchema(AutoSchema):
                 )
         operation["responses"] = dict(sorted(responses.items()))
         return operation
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        # A request amount (casino.drf.DecimalField): the pattern its code
+        # matches, published as is, in place of drf-spectacular's looser one
+        # (which lets through "-", "", "1." and Unicode digits).
+        if isinstance(field, StrictDecimalField):
+            meta = self._get_serializer_field_meta(field, direction)
+            schema = {"type": "string", "format": "decimal", "pattern": field.pattern}
+            return append_meta(schema, meta)
+        return super()._map_serializer_field(field, direction, bypass_extensions)
 
     def _get_serializer_field_meta(self, field, direction):
         # A read-only field reading through a nullable foreign key (say

@@ -1,5 +1,8 @@
-"""Classes DRF's settings name (paginator, parser). DRF imports them while it
-imports its own views, so this module must not import those views back."""
+"""Classes DRF's settings name (paginator, parser), and the API's strict
+request fields. DRF imports them while it imports its own views, so this
+module must not import those views back."""
+
+import re
 
 from django.conf import settings
 from rest_framework import parsers, serializers
@@ -54,4 +57,86 @@ class CharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid", kind=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+def _kind(data) -> str:
+    """The JSON type a client sent, in the schema's words."""
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "boolean"
+    if isinstance(data, int | float):
+        return "number"
+    if isinstance(data, str):
+        return "string"
+    if isinstance(data, list | tuple):
+        return "array"
+    return "object"
+
+
+class IntegerField(serializers.IntegerField):
+    """A whole number in a request body: a JSON integer, as the schema says
+    (`"type": "integer"`). DRF's also takes "2", 2.0 and true (as 1); a
+    tablet that sends a seat as text has a bug worth a 400 naming the field,
+    not a guess. (Query strings are text by nature: their serializers keep
+    DRF's field.)"""
+
+    default_error_messages = {
+        "type": "must be a JSON integer (such as 2), not a {kind}",
+        "fraction": "must be a JSON integer (such as 2), not a number with a "
+        "decimal point",
+    }
+
+    def to_internal_value(self, data):
+        if type(data) is not int:  # bool is a subclass of int: refused too
+            if isinstance(data, float) and not isinstance(data, bool):
+                self.fail("fraction")
+            self.fail("type", kind=_kind(data))
+        return super().to_internal_value(data)
+
+
+class DecimalField(serializers.DecimalField):
+    """An amount (money, a rate) in a request body: a JSON string in plain
+    decimal notation, as the schema's pattern says: ASCII digits, no leading
+    zero, at most `decimal_places` after a point; no sign (no amount in a
+    request is negative, and "-0" is not zero to a reader), no exponent
+    ("1e3"), no NaN or Infinity, no spaces, and never a JSON number (50.5 is
+    a binary float before it reaches us). The pattern is the one check: the
+    code matches it (`re.fullmatch`) and the schema publishes it
+    (casino.api.CasinoAutoSchema), so the two cannot disagree."""
+
+    default_error_messages = {
+        "type": 'must be a decimal string such as "300.00", not a {kind}',
+        "format": 'must be a decimal string such as "300.00": digits, at most '
+        "{places} after the point, no sign, exponent or spaces",
+    }
+
+    def __init__(self, max_digits: int, decimal_places: int, **kwargs):
+        minimum = kwargs.get("min_value")
+        if minimum is None or minimum < 0:
+            raise ValueError("a request amount is never negative: give min_value")
+        super().__init__(max_digits, decimal_places, coerce_to_string=True, **kwargs)
+        whole = max_digits - decimal_places
+        # [0-9], not \d: Python's \d takes other scripts' digits ("٣"),
+        # ECMAScript's (the schema's readers) does not.
+        self.pattern = (
+            rf"^(0|[1-9][0-9]{{0,{whole - 1}}})(\.[0-9]{{1,{decimal_places}}})?$"
+        )
+        self._regex = re.compile(self.pattern)
+
+    def validate_empty_values(self, data):
+        # DRF's DecimalField reads "" (or spaces) as null when allow_null;
+        # the schema's null is JSON null, and "" is a malformed amount.
+        return serializers.Field.validate_empty_values(self, data)
+
+    def matches(self, data) -> bool:
+        """Does this JSON value have the form the schema states?"""
+        return isinstance(data, str) and self._regex.fullmatch(data) is not None
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("type", kind=_kind(data))
+        if not self.matches(data):
+            self.fail("format", places=self.decimal_places)
         return super().to_internal_value(data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from casino.drf import CharField
+from casino.drf import CharField, IntegerField
 from casino.models import ChangeLog
 from tables.api.serializers import (
     CoupSerializer,
@@ -160,7 +160,7 @@ class AttestSerializer(serializers.Serializer):
 
 
 class CroupierSerializer(serializers.Serializer):
-    croupier = serializers.IntegerField(
+    croupier = IntegerField(
         required=False, help_text="User id; omitted: yourself (a relief croupier "
         "taking over)")
     reason = CharField(max_length=2000, required=False, allow_blank=True)

@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.urls import reverse
 from rest_framework import serializers
 
-from casino.drf import CharField
+from casino.drf import CharField, IntegerField
 
 from .models import ReauditRun, ReportJob
 from .selectors import GROUPS
@@ -20,7 +20,7 @@ class ReportRequestSerializer(serializers.Serializer):
     to_day = serializers.DateField(help_text="Last gaming day (YYYY-MM-DD).")
     group_by = serializers.ChoiceField(choices=list(GROUPS), default="table")
     tables = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, default=list,
+        child=IntegerField(min_value=1), required=False, default=list,
         help_text="Table ids; empty for every table.",
     )
 
@@ -54,7 +54,7 @@ class ReauditRequestSerializer(serializers.Serializer):
     tableau_version = CharField(
         required=False, default="", allow_blank=True
     )
-    chunk_size = serializers.IntegerField(required=False, default=2000)
+    chunk_size = IntegerField(required=False, default=2000)
 
 
 class ReauditRunSerializer(serializers.ModelSerializer):

@@ -7,7 +7,7 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from casino.drf import CharField
+from casino.drf import CharField, DecimalField, IntegerField
 
 from .. import chemmy
 from ..models import (
@@ -25,9 +25,11 @@ MAX_MONEY = Decimal("999999999999.99")
 USER_ID_MAX = 2**63 - 1  # a user id the database can hold (BigAutoField)
 
 
-def money_field(**kwargs) -> serializers.DecimalField:
+def money_field(**kwargs) -> DecimalField:
+    """An amount in a request body: a decimal string, two places at most
+    (casino.drf.DecimalField: what the schema's pattern says, nothing else)."""
     kwargs.setdefault("min_value", Decimal("0.01"))
-    return serializers.DecimalField(
+    return DecimalField(
         max_digits=14, decimal_places=2, max_value=MAX_MONEY, **kwargs
     )
 
@@ -83,9 +85,9 @@ class TableSerializer(serializers.ModelSerializer):
 
 class TableCreateSerializer(serializers.Serializer):
     name = CharField(max_length=100)
-    seats = serializers.IntegerField(min_value=2, max_value=12, default=9)
-    decks = serializers.IntegerField(min_value=1, max_value=8, default=6)
-    commission_rate = serializers.DecimalField(
+    seats = IntegerField(min_value=2, max_value=12, default=9)
+    decks = IntegerField(min_value=1, max_value=8, default=6)
+    commission_rate = DecimalField(
         max_digits=5,
         decimal_places=4,
         min_value=Decimal("0"),
@@ -93,7 +95,7 @@ class TableCreateSerializer(serializers.Serializer):
         default=Decimal("0.05"),
     )
     # The rounding unit of the levy: HouseRules holds it in 8 digits.
-    commission_unit = serializers.DecimalField(
+    commission_unit = DecimalField(
         max_digits=8,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -102,7 +104,7 @@ class TableCreateSerializer(serializers.Serializer):
     )
     minimum_banco = money_field(default=Decimal("100.00"))
     tableau_version = CharField(max_length=64, default="chemmy-standard-1")
-    gaming_day_cutoff = serializers.IntegerField(min_value=0, max_value=23, default=6)
+    gaming_day_cutoff = IntegerField(min_value=0, max_value=23, default=6)
 
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -123,8 +125,8 @@ class SessionSerializer(serializers.ModelSerializer):
 
 
 class ShoeOpenSerializer(serializers.Serializer):
-    decks = serializers.IntegerField(min_value=1, max_value=8, required=False)
-    burned = serializers.IntegerField(min_value=0, max_value=410, default=0)
+    decks = IntegerField(min_value=1, max_value=8, required=False)
+    burned = IntegerField(min_value=0, max_value=410, default=0)
 
 
 class ShoeSerializer(serializers.ModelSerializer):
@@ -152,7 +154,7 @@ class ShoeSerializer(serializers.ModelSerializer):
 
 
 class TurnOpenSerializer(serializers.Serializer):
-    seat = serializers.IntegerField(min_value=1, max_value=12)
+    seat = IntegerField(min_value=1, max_value=12)
     bank = money_field()
 
 
@@ -187,7 +189,7 @@ class PassResultSerializer(serializers.Serializer):
 
 
 class StakeInSerializer(serializers.Serializer):
-    seat = serializers.IntegerField(
+    seat = IntegerField(
         min_value=1, max_value=12, required=False, allow_null=True
     )
     standing = CharField(max_length=50, required=False, allow_blank=True)
@@ -213,7 +215,7 @@ class CoupInSerializer(serializers.Serializer):
         child=StakeInSerializer(), min_length=1, max_length=40
     )
     declared_bank = money_field(required=False, allow_null=True)
-    expected_seq = serializers.IntegerField(
+    expected_seq = IntegerField(
         min_value=1,
         max_value=10_000,
         required=False,
@@ -221,7 +223,7 @@ class CoupInSerializer(serializers.Serializer):
         help_text="The sequence number the tablet expects this coup to get; "
         "a different one is a 409 (the shoe moved on).",
     )
-    entered_by = serializers.IntegerField(
+    entered_by = IntegerField(
         min_value=1,
         max_value=USER_ID_MAX,
         required=False,
@@ -240,7 +242,7 @@ class CoupInSerializer(serializers.Serializer):
 
 
 class CoupAcceptSerializer(CoupInSerializer):
-    entered_by = serializers.IntegerField(
+    entered_by = IntegerField(
         min_value=1,
         max_value=USER_ID_MAX,
         help_text="The user id of the croupier who entered the coup; it stays "

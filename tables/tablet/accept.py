@@ -24,7 +24,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from casino.drf import CharField
+from casino.drf import CharField, IntegerField
 from casino.roles import Can, has_capability
 from casino.signin import forget_failures, locked_out, lockout_response
 
@@ -38,7 +38,7 @@ MAX_COUPS = 200
 
 
 class QueuedCoupSerializer(serializers.Serializer):
-    shoe = serializers.IntegerField(min_value=1, max_value=USER_ID_MAX)
+    shoe = IntegerField(min_value=1, max_value=USER_ID_MAX)
     key = CharField(max_length=100, help_text="The tablet's Idempotency-Key")
     body = CoupInSerializer()
 
@@ -47,7 +47,7 @@ class TabletAcceptSerializer(serializers.Serializer):
     username = CharField(max_length=150)
     password = CharField(max_length=128)
     reason = CharField(max_length=500)
-    entered_by = serializers.IntegerField(min_value=1, max_value=USER_ID_MAX)
+    entered_by = IntegerField(min_value=1, max_value=USER_ID_MAX)
     coups = serializers.ListField(
         child=QueuedCoupSerializer(), min_length=1, max_length=MAX_COUPS
     )
