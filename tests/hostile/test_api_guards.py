@@ -73,7 +73,10 @@ def test_validation_errors_name_the_nested_field(as_user, croupier, shoe, turn):
     }
     r = as_user(croupier).post(f"/api/v1/shoes/{shoe.pk}/coups/", body, format="json")
     assert r.status_code == 400
-    assert r.json()["detail"] == "stakes[1].amount: A valid number is required."
+    assert r.json()["detail"] == (
+        'stakes[1].amount: must be a decimal string such as "300.00": digits, at '
+        "most 2 after the point, no sign, exponent or spaces"
+    )
     assert r.json()["code"] == "invalid"
 
 
