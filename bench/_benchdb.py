@@ -40,6 +40,7 @@ def configure(*, debug: bool = False) -> str:
         DATABASE_URL=url,
         DEBUG="1" if debug else "0",
         SECRET_KEY=os.environ.get("SECRET_KEY") or "bench-only-" + "x" * 40,
+        TRAIL_KEY=os.environ.get("TRAIL_KEY") or "bench-only-trail-" + "k" * 40,
         ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
         SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback
         CONN_MAX_AGE="600",
