@@ -34,7 +34,7 @@ def configure(url: str) -> dict[str, str]:
         "DATABASE_URL": url,
         "DEBUG": "0",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "reliability-only-" + "x" * 40,
-        "TRAIL_KEY": os.environ.get("TRAIL_KEY") or "reliability-only-trail-" + "k" * 40,
+        "TRAIL_KEY": os.environ.get("TRAIL_KEY") or "reliability-trail-" + "k" * 40,
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECURE_SSL_REDIRECT": "0",  # plain HTTP on loopback
         "CONN_MAX_AGE": "600",
