@@ -19,13 +19,14 @@ from rest_framework.views import APIView
 from casino.access import ByRoute
 from casino.api import IdFilter, parse_id
 from casino.models import ChangeLog
-from casino.roles import CROUPIER, PITBOSS, user_roles
+from casino.roles import CROUPIER, user_roles
 from casino.trail import trail_verify
 from tables import services as floor
 from tables.api.serializers import CoupSerializer, ErrorSerializer
 from tables.api.views import coups_queryset, device_of, visible_coups
-from tables.errors import Forbidden, Invalid
+from tables.errors import Invalid
 from tables.models import Coup, TableSession
+from tables.services import access as floor_access
 
 from .. import selectors, services, stats
 from ..models import CagnotteCount, Flag
@@ -294,8 +295,7 @@ def session_croupier_for(user, croupier_id: int | None):
         if CROUPIER not in user_roles(user) and not user.is_superuser:
             raise Invalid("croupier", "name the croupier who takes the table")
         return user
-    if PITBOSS not in user_roles(user) and not user.is_superuser:
-        raise Forbidden("croupier", "a croupier can only take a table over himself")
+    floor_access.hand_over_check(user, croupier_id)
     other = get_user_model().objects.filter(pk=croupier_id, is_active=True).first()
     if other is None or CROUPIER not in user_roles(other):
         raise Invalid("croupier", "no active croupier with this id")

@@ -22,6 +22,7 @@ from tables.models import Table
 
 from .. import selectors, services, stats
 from ..forms import CroupierForm, QueueForm, StatsForm
+from .sessions import hand_over_refusal
 
 
 @route_page
@@ -37,8 +38,11 @@ def floor(request):
 @require_POST
 @route_page
 def session_open(request, pk: int):
-    """Open a table's session for the croupier the pit boss names."""
+    """Open a table's session for the croupier the pit boss names (a
+    croupier: for himself only, as on the API and the tablet)."""
     table = get_object_or_404(Table, pk=pk)
+    if refused := hand_over_refusal(request):
+        return refused
     form = CroupierForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose the croupier who runs the table.")
@@ -52,6 +56,8 @@ def session_open(request, pk: int):
         return redirect("floor:index")
     messages.success(request, f"{table.name} is open; "
                      f"{form.cleaned_data['croupier']} runs it.")
+    if not has_capability(request.user, "cagnotte.read"):
+        return redirect("tablet:session", session.pk)
     return redirect("floor:session", session.pk)
 
 

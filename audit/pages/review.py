@@ -36,13 +36,16 @@ def _flag(pk: int) -> Flag:
 
 def _flag_page(request, flag, *, confirm=None, dismiss=None, error=None, status=200):
     file = selectors.flag_file(flag)
+    # The service's own four-eyes rule, so the page never offers a decision
+    # the service would refuse (and the POSTs below go through the service).
+    own = not services.may_decide(flag, request.user)
     may_review = (has_capability(request.user, "flag.review") and flag.is_open
-                  and flag.author_id != request.user.pk)
+                  and not own)
     sanction = flag.coup.rules.false_draw_sanction if flag.coup else "none"
     return render(request, "audit/flag.html", {
         **file, "confirm_form": confirm or ConfirmForm(),
         "dismiss_form": dismiss or ReasonForm(), "error": error,
-        "may_review": may_review, "own": flag.author_id == request.user.pk,
+        "may_review": may_review, "own": own,
         "may_correct": has_capability(request.user, "coup.correct"),
         "sanction": sanction,
     }, status=status)

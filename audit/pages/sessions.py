@@ -7,11 +7,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
+from casino.api import parse_id
 from casino.roles import has_capability
 from tables import services as floor_services
 from tables.api.views import device_of
-from tables.errors import ServiceError
+from tables.errors import Forbidden, ServiceError
 from tables.models import TableSession
+from tables.services import access as floor_access
 
 from .. import services
 from ..forms import CountForm, CroupierForm
@@ -32,6 +34,10 @@ def _page(request, session, *, count_form=None, croupier_form=None, error=None,
     locked = services.session_locked(session)
     user = request.user
     latest = counts[0] if counts else None
+    # cagnotte_attest refuses while the variance flag is open: say so here
+    # rather than offer the button.
+    variance_open = Flag.objects.filter(ident=f"c:{session.pk}",
+                                        status=Flag.Status.OPEN).first()
     return render(request, "audit/session.html", {
         "session": session, "counts": counts, "latest": latest, "locked": locked,
         "computed": services.session_commission(session),
@@ -45,7 +51,9 @@ def _page(request, session, *, count_form=None, croupier_form=None, error=None,
                       and has_capability(user, "cagnotte.count")),
         "may_attest": (latest is not None and not locked
                        and has_capability(user, "cagnotte.attest")
-                       and latest.counted_by_id != user.pk),
+                       and latest.counted_by_id != user.pk
+                       and variance_open is None),
+        "variance_open": variance_open,
         "may_assign": session.is_open and has_capability(user, "session.assign"),
     }, status=status)
 
@@ -102,20 +110,49 @@ def attest(request, pk: int):
     return redirect("floor:session", session.pk)
 
 
+def hand_over_refusal(request):
+    """The API's rule for naming a table's croupier
+    (tables.services.access.hand_over_check: a croupier names himself only),
+    asked before the form is read: a 403 that shows nothing; None: go on."""
+    try:
+        floor_access.hand_over_check(request.user,
+                                     parse_id(request.POST.get("croupier")))
+    except Forbidden as exc:
+        return render(request, "audit/forbidden.html", {"message": exc.message},
+                      status=403)
+    return None
+
+
 @require_POST
 @route_page
 def croupier(request, pk: int):
     session = _session(pk)
+    if refused := hand_over_refusal(request):
+        return refused
+    # A croupier taking the table over (the relief) may not read this page:
+    # his answers go back to the tablet, never the session's cagnotte file.
+    reads = has_capability(request.user, "cagnotte.read")
     form = CroupierForm(request.POST)
+    error = None
     if not form.is_valid():
-        return _page(request, session, croupier_form=form, status=400)
-    try:
-        floor_services.session_croupier_change(
-            session=session, croupier=form.cleaned_data["croupier"],
-            user=request.user, reason=form.cleaned_data["reason"],
-            device=device_of(request))
-    except ServiceError as exc:
-        return _page(request, session, croupier_form=form, error=exc,
-                     status=exc.status)
+        if reads:
+            return _page(request, session, croupier_form=form, status=400)
+        error = "choose the croupier who takes the table"
+    else:
+        try:
+            floor_services.session_croupier_change(
+                session=session, croupier=form.cleaned_data["croupier"],
+                user=request.user, reason=form.cleaned_data["reason"],
+                device=device_of(request))
+        except ServiceError as exc:
+            if reads:
+                return _page(request, session, croupier_form=form, error=exc,
+                             status=exc.status)
+            error = exc.message
+    if error is not None:
+        messages.error(request, error)
+        return redirect("tablet:tables")
     messages.success(request, f"{form.cleaned_data['croupier']} now runs the table.")
+    if not reads:
+        return redirect("tablet:session", session.pk)
     return redirect("floor:session", session.pk)

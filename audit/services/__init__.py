@@ -10,10 +10,12 @@ from .cagnotte import (
 )
 from .flags import (
     coup_correct_reviewed,
+    decision_barred,
     finding_key,
     flag_confirm,
     flag_dismiss,
     flags_sync,
+    may_decide,
 )
 
 __all__ = [
@@ -21,11 +23,13 @@ __all__ = [
     "cagnotte_count",
     "cagnotte_recheck",
     "coup_correct_reviewed",
+    "decision_barred",
     "finding_key",
     "flag_confirm",
     "flag_dismiss",
     "flags_sync",
     "latest_count",
+    "may_decide",
     "session_commission",
     "session_locked",
 ]

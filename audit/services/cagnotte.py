@@ -6,6 +6,13 @@ current coup revisions; any difference raises `cagnotte_variance` (critical)
 for the pit boss's queue. A recount is a new row (with a reason); once the
 latest count is attested the session is locked — no recount, later changes
 only through corrections with reasons, which re-check the variance.
+
+A count is not attested while its variance flag is open: "certifié exact"
+over a discrepancy nobody has decided would certify what is not known to be
+true. A pit boss other than the counter decides the flag first (confirms the
+variance, with a reason, or dismisses it once a recount or a correction
+makes the box and the commission agree); the attestation then stands on a
+decided record, and names the decision.
 """
 
 from __future__ import annotations
@@ -114,14 +121,15 @@ def _variance_flag(session, count, counted, computed, *, user, why: str) -> None
             severity=finding.severity, message=finding.message[:400],
             table_id=session.table_id, session=session,
             gaming_day=session.gaming_day, count=count,
-            croupier_id=session.croupier_id, author_id=count.counted_by_id,
-            raised_at=now)
+            croupier_id=session.croupier_id, author=user, raised_at=now)
         FlagEvent.objects.create(flag=flag, at=now, user=user, action="raised",
                                  reason=why, detail=detail)
         return
     was_open = flag.is_open and flag.live
     flag.message, flag.count, flag.live = finding.message[:400], count, True
-    flag.author_id = count.counted_by_id
+    # Whoever raised it this time (the recounter, or the pit boss whose
+    # correction made the box differ); decision_barred keeps the others.
+    flag.author = user
     if not flag.is_open:
         flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
     flag.save()
@@ -156,11 +164,35 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
             raise Conflict("count", "this count is already attested")
         if count.counted_by_id == getattr(user, "pk", None):
             raise Forbidden("count", "four eyes: you cannot attest your own count")
+        variance = _variance_flag_of(session)
+        if variance is not None and variance.is_open:
+            raise Conflict(
+                "flag",
+                f"the variance flag {variance.pk} of this count is open "
+                f"({variance.message}): a pit boss decides it before the count "
+                "is attested",
+            )
         attestation = CagnotteAttestation.objects.create(
             count=count, attested_by=user, attested_at=timezone.now(),
             statement=statement[:100])
         log_action(
             action="audit.cagnotte.attested", user=user, device=device, obj=count,
             new={"session": session.pk, "counted": count.counted,
-                 "statement": attestation.statement, "locked": True})
+                 "statement": attestation.statement, "locked": True,
+                 **_decided(variance)})
     return attestation
+
+
+def _variance_flag_of(session: TableSession) -> Flag | None:
+    # Locked: a recount or a correction moving it is serialised by the
+    # session's lock already; this keeps a decision from racing the attest.
+    return (Flag.objects.select_for_update()
+            .filter(ident=f"c:{session.pk}").first())
+
+
+def _decided(flag: Flag | None) -> dict:
+    """What the attestation stands on, for its log row: the variance flag as
+    decided (none when the box matched from the first count)."""
+    if flag is None:
+        return {}
+    return {"variance_flag": flag.pk, "variance_flag_status": flag.status}

@@ -12,7 +12,17 @@ Decisions (each with a reason, each a FlagEvent and a change-log row):
 confirm (the event happened; the house rule's sanction is recorded), dismiss
 (not a real event: only once the record no longer shows it, i.e. with or
 after a correction, or a matching recount), correct (a new revision of the
-coup). Four eyes: nobody decides on a flag about his own entry or count.
+coup). Four eyes: nobody decides on a flag that his own work raised or
+shaped — his entry (the croupier), his count, his correction or the re-settle
+it wrote (`decision_barred` names them all; the services, the API and the
+pages all ask it).
+
+Who raised a flag is its `author`: the croupier for a finding of the coup as
+he entered it; the pit boss whose correction wrote the revision that first
+shows the finding (the corrected coup, or a later coup it re-settled), or
+whose correction raised a turn-structure issue or a cagnotte variance; the
+pit boss who counted the box. The croupier who entered the coup stays on the
+flag (`croupier`) and on the coup (`entered_by`), whoever raised it.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ from ..models import Flag, FlagEvent
 SYNC_LOCK_KEY = 0x464C47  # "FLG"
 SANCTIONED = {"false_draw", "draw_after_natural"}
 STRUCTURE_CODE = "turn_structure"
+# History steps whose user raised the flag or put it where it stands now.
+RAISING = ("raised", "raised_again", "moved")
+FOUR_EYES = ("four eyes: this flag was raised by your own work (your entry, "
+             "count or correction); another pit boss must decide it")
 
 
 def finding_key(code: str, side: str, detail: dict) -> str:
@@ -125,16 +139,19 @@ def _raise_new() -> int:
     n = 0
     for f in fresh:
         coup = f.coup
-        ident = f"f:{coup.shoe_id}:{coup.seq}:{finding_key(f.code, f.side, f.detail)}"
+        key = finding_key(f.code, f.side, f.detail)
+        ident = f"f:{coup.shoe_id}:{coup.seq}:{key}"
         flag = Flag.objects.select_for_update().filter(ident=ident).first()
         if flag is not None:  # resolved earlier, shown again by a later correction
             flag.finding, flag.coup, flag.live = f, coup, True
             flag.message = f.message[:400]
             flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
+            flag.author_id = coup.corrected_by_id or coup.entered_by_id
             flag.save()
             _event(flag, "raised_again", user=coup.corrected_by, coup=coup,
                    revision=coup.revision)
         else:
+            origin = _origin(coup, key)
             session = coup.shoe.session
             flag = Flag.objects.create(
                 ident=ident, kind=Flag.Kind.FINDING, code=f.code,
@@ -142,12 +159,60 @@ def _raise_new() -> int:
                 table_id=session.table_id, session=session,
                 gaming_day=coup.gaming_day, shoe_id=coup.shoe_id, seq=coup.seq,
                 coup=coup, finding=f, croupier_id=coup.entered_by_id,
-                author_id=coup.entered_by_id,
+                author_id=origin.corrected_by_id or origin.entered_by_id,
                 raised_at=coup.corrected_at or coup.created_at,
             )
-            _event(flag, "raised", coup=coup, revision=coup.revision)
+            # A correction's flag names the corrector in its history too;
+            # an entry's is raised by the system (its author is the croupier).
+            _event(flag, "raised", user=origin.corrected_by, coup=coup,
+                   revision=coup.revision, raised_by_revision=origin.revision)
         n += 1
     return n
+
+
+def _origin(coup: Coup, key: str) -> Coup:
+    """The revision whose writing raised a finding: the earliest of the run of
+    revisions, back from `coup`, that all show it (the first revision: the
+    croupier's entry; a later one: the correction or re-settle that wrote
+    it). Asked only when no flag holds the finding yet, i.e. the queue was
+    not synced between the entry and a correction."""
+    if coup.revision == 1:
+        return coup
+    earlier = (Coup.objects.filter(shoe_id=coup.shoe_id, seq=coup.seq,
+                                   revision__lt=coup.revision)
+               .prefetch_related("findings").order_by("-revision"))
+    origin = coup
+    for rev in earlier:
+        if not any(finding_key(f.code, f.side, f.detail) == key
+                   for f in rev.findings.all()):
+            break
+        origin = rev
+    return origin
+
+
+def decision_barred(flag: Flag) -> set[int]:
+    """Who may not confirm or dismiss this flag (four eyes): whoever raised
+    it (`author`), the croupier concerned and the one who entered its coup,
+    whoever wrote the revision it stands on (a correction or a re-settle),
+    whoever raised it again or moved it onto his own revision or recount (the
+    flag's history), and whoever made the count a variance flag is about."""
+    barred = {flag.author_id, flag.croupier_id}
+    barred.update(flag.events.filter(action__in=RAISING)
+                  .values_list("user_id", flat=True))
+    if flag.coup_id is not None:
+        coup = Coup.objects.only("entered_by_id", "corrected_by_id").get(
+            pk=flag.coup_id)
+        barred.update((coup.entered_by_id, coup.corrected_by_id))
+    if flag.count_id is not None:
+        barred.add(flag.count.counted_by_id)
+    barred.discard(None)
+    return barred
+
+
+def may_decide(flag: Flag, user) -> bool:
+    """Four eyes only (the role is casino.roles' business): False when the
+    user's own work raised or shaped the flag."""
+    return getattr(user, "pk", None) not in decision_barred(flag)
 
 
 def _lock_open(flag: Flag, user) -> Flag:
@@ -155,9 +220,8 @@ def _lock_open(flag: Flag, user) -> Flag:
             .select_related("coup__rules").get(pk=flag.pk))
     if not flag.is_open:
         raise Conflict("flag", f"this flag is already {flag.status}")
-    if flag.author_id is not None and flag.author_id == getattr(user, "pk", None):
-        raise Forbidden("flag", "four eyes: this flag is about your own entry; "
-                        "another pit boss must review it")
+    if not may_decide(flag, user):
+        raise Forbidden("flag", FOUR_EYES)
     return flag
 
 

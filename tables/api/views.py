@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib.auth import authenticate
-from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,13 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from casino.api import IdFilter
-from casino.roles import CROUPIER, Can, user_roles
+from casino.roles import Can
 from casino.signin import forget_failures, locked_out, lockout_response
 from casino.throttles import ScopedRateThrottle
 from casino.tokenauth import token_issue
 
 from .. import chemmy, services
 from ..models import BankerTurn, Coup, Shoe, Table, TableauVersion, TableSession
+from ..services import access
 from . import serializers as s
 
 ERRORS = {
@@ -35,8 +35,23 @@ ERRORS = {
 
 
 def own_session(request, session) -> None:
-    """A croupier acts only at the session he runs (casino.roles.works_at)."""
-    services.croupier_check(request.user, session)
+    """A croupier acts only at the session he runs: asked before the body is
+    read, so that a refusal is a 403 whatever the body (the service asks
+    again under its lock). The tablet's pages ask the same helper."""
+    access.croupier_check(request.user, session)
+
+
+class OwnTableRead:
+    """Detail views: a croupier reads his own table's objects only
+    (tables.services.access.read_check: 403 naming the session)."""
+
+    def session_of(self, obj):
+        return obj.session
+
+    def get_object(self):
+        obj = super().get_object()
+        access.read_check(self.request.user, self.session_of(obj))
+        return obj
 
 
 def errors(*codes: int) -> dict:
@@ -164,14 +179,23 @@ class SessionFilter(filters.FilterSet):
 class SessionListView(generics.ListAPIView):
     permission_classes = [Can("table.read")]
     serializer_class = s.SessionSerializer
-    queryset = TableSession.objects.select_related("opened_by", "closed_by")
+    queryset = TableSession.objects.none()  # the real one depends on who asks
     filterset_class = SessionFilter
 
+    def get_queryset(self):
+        return access.readable_sessions(
+            self.request.user,
+            TableSession.objects.select_related("opened_by", "closed_by"),
+        )
 
-class SessionDetailView(generics.RetrieveAPIView):
+
+class SessionDetailView(OwnTableRead, generics.RetrieveAPIView):
     permission_classes = [Can("table.read")]
     serializer_class = s.SessionSerializer
     queryset = TableSession.objects.select_related("opened_by", "closed_by")
+
+    def session_of(self, obj):
+        return obj
 
 
 class SessionCloseView(APIView):
@@ -209,10 +233,10 @@ class ShoeOpenView(APIView):
         return Response(s.ShoeSerializer(shoe).data, status=status.HTTP_201_CREATED)
 
 
-class ShoeDetailView(generics.RetrieveAPIView):
+class ShoeDetailView(OwnTableRead, generics.RetrieveAPIView):
     permission_classes = [Can("table.read")]
     serializer_class = s.ShoeSerializer
-    queryset = Shoe.objects.all()
+    queryset = Shoe.objects.select_related("session")
 
 
 class ShoeCloseView(APIView):
@@ -254,10 +278,10 @@ class TurnOpenView(APIView):
         return Response(s.turn_payload(turn), status=status.HTTP_201_CREATED)
 
 
-class TurnDetailView(generics.RetrieveAPIView):
+class TurnDetailView(OwnTableRead, generics.RetrieveAPIView):
     permission_classes = [Can("table.read")]
     serializer_class = s.TurnSerializer
-    queryset = BankerTurn.objects.all()
+    queryset = BankerTurn.objects.select_related("session")
 
 
 class TurnPassView(APIView):
@@ -313,14 +337,8 @@ class CoupFilter(filters.FilterSet):
 
 
 def visible_coups(user, queryset):
-    """A croupier reads his own table's coups (those of sessions he ran or
-    coups he entered); the pit, managers and auditors read them all."""
-    if not user.is_authenticated:  # the schema generator's fake request
-        return queryset.none()
-    roles = user_roles(user)
-    if user.is_superuser or roles - {CROUPIER}:
-        return queryset
-    return queryset.filter(Q(shoe__session__croupier=user) | Q(entered_by=user))
+    """A croupier reads his own table's coups (tables.services.access)."""
+    return access.readable_coups(user, queryset)
 
 
 class CoupListView(generics.ListAPIView):

@@ -17,6 +17,7 @@ from casino.changelog import log_action
 
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, HouseRules, Shoe, Table, TableauVersion, TableSession
+from .access import croupier_check
 from .turns import _money, _turn_close
 
 STANDARD_TABLEAU_VERSION = "chemmy-standard-1"
@@ -274,6 +275,7 @@ def shoe_open(
             .select_related("table__rules")
             .get(pk=session.pk)
         )
+        croupier_check(user, session)
         if not session.is_open:
             raise Conflict("session", "this session is closed")
         if session.shoes.filter(closed_at__isnull=True).exists():
@@ -308,7 +310,12 @@ def shoe_open(
 
 def shoe_close(*, shoe: Shoe, user, device: str = "") -> Shoe:
     with transaction.atomic():
-        shoe = Shoe.objects.select_for_update().get(pk=shoe.pk)
+        shoe = (
+            Shoe.objects.select_for_update(of=("self",))
+            .select_related("session")
+            .get(pk=shoe.pk)
+        )
+        croupier_check(user, shoe.session)
         if not shoe.is_open:
             raise Conflict("shoe", "this shoe is already closed")
         shoe.closed_at = timezone.now()

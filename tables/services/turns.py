@@ -145,7 +145,12 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
     """Suite: the banker passes the bank after a win. He leaves with the bank
     and his garage; the bank is offered on at its standing amount."""
     with transaction.atomic():
-        turn = BankerTurn.objects.select_for_update().get(pk=turn.pk)
+        turn = (
+            BankerTurn.objects.select_for_update(of=("self",))
+            .select_related("session")
+            .get(pk=turn.pk)
+        )
+        croupier_check(user, turn.session)
         turn_pass_check(turn)
         _turn_close(turn, BankerTurn.End.PASSED, user=user, device=device)
     return turn

@@ -21,8 +21,9 @@ from django.views.decorators.http import require_GET
 from casino.roles import has_capability, works_at
 
 from ..models import Coup, Shoe
+from ..services.access import read_check
 from .state import js_strings, quick_amounts, shoe_state
-from .views import tablet_view
+from .views import refusal, tablet_view
 
 # Bump when the worker's own logic changes; the asset list is in the script.
 SW_VERSION = "tablet-v1"
@@ -127,7 +128,10 @@ def coup_screen(request, shoe_id: int):
 @require_GET
 @tablet_view("table.read")
 def shoe_state_json(request, shoe_id: int):
-    return JsonResponse(shoe_state(_shoe(shoe_id)))
+    shoe = _shoe(shoe_id)
+    if refused := refusal(request, shoe.session, read_check):
+        return refused
+    return JsonResponse(shoe_state(shoe))
 
 
 @never_cache
@@ -135,8 +139,11 @@ def shoe_state_json(request, shoe_id: int):
 @tablet_view("table.read")
 def recent_coups(request, shoe_id: int):
     """The last coups of the shoe: an htmx fragment, refreshed after each coup."""
+    shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=shoe_id)
+    if refused := refusal(request, shoe.session, read_check):
+        return refused
     coups = (
-        Coup.objects.filter(shoe_id=shoe_id)
+        Coup.objects.filter(shoe_id=shoe.pk)
         .select_related("entered_by")
         .order_by("-seq", "-revision")[:6]
     )

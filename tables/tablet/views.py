@@ -19,8 +19,9 @@ from django.views.decorators.http import require_POST
 from casino.roles import has_capability, works_at
 
 from .. import services
-from ..errors import ServiceError
+from ..errors import Forbidden, ServiceError
 from ..models import BankerTurn, Shoe, Table, TableSession
+from ..services.access import croupier_check, read_check
 from .forms import ShoeOpenForm, TurnOpenForm
 from .state import turn_dict
 
@@ -56,6 +57,19 @@ def tablet_view(capability: str = "coup.record"):
         return wrapped
 
     return decorate
+
+
+def refusal(request, session: TableSession, check=croupier_check):
+    """The API's own-table check (tables.services.access), answered as a page:
+    a 403 that shows nothing of that session; None when the user may go on.
+    ``check``: croupier_check to act there (every POST), read_check to read."""
+    try:
+        check(request.user, session)
+    except Forbidden as exc:
+        return render(
+            request, "tablet/forbidden.html", {"message": exc.message}, status=403
+        )
+    return None
 
 
 RELIEF_REASON = "relief take-over at the tablet"
@@ -177,7 +191,12 @@ def session_hub(request, session_id: int):
     screen when both are there."""
     session = _session(session_id)
     if session.is_open and not works_at(request.user, session):
+        # The relief's way in: the table's name and who runs it, as the
+        # table list shows them, and the take-over button; nothing more.
         return render(request, "tablet/takeover.html", {"session": session})
+    refused = refusal(request, session, read_check)
+    if refused:
+        return refused
     ctx = _hub_context(request, session)
     if session.is_open and ctx["shoe"] is not None and ctx["turn"] is not None:
         return redirect("tablet:coup", ctx["shoe"].pk)
@@ -206,6 +225,8 @@ def _hub_form_submit(request, session, form, service, form_name: str):
 @tablet_view("shoe.manage")
 def shoe_open(request, session_id: int):
     session = _session(session_id)
+    if refused := refusal(request, session):
+        return refused
     form = ShoeOpenForm(request.POST)
     return _hub_form_submit(request, session, form, services.shoe_open, "shoe_form")
 
@@ -215,6 +236,8 @@ def shoe_open(request, session_id: int):
 def turn_open(request, session_id: int):
     """A new bank at any seat, at least the minimum banco."""
     session = _session(session_id)
+    if refused := refusal(request, session):
+        return refused
     table = session.table
     form = TurnOpenForm(
         request.POST, seats=table.seats, minimum_banco=table.rules.minimum_banco
@@ -229,6 +252,8 @@ def turn_open(request, session_id: int):
 def bank_take(request, session_id: int):
     """A seat takes the passed bank at its standing amount (RULES.md, suite)."""
     session = _session(session_id)
+    if refused := refusal(request, session):
+        return refused
     last, offer = services.passed_bank_offer(session)
     try:
         seat = int(request.POST.get("seat", ""))
@@ -254,7 +279,9 @@ def bank_take(request, session_id: int):
 @require_POST
 @tablet_view("turn.manage")
 def turn_pass(request, turn_id: int):
-    turn = get_object_or_404(BankerTurn, pk=turn_id)
+    turn = get_object_or_404(BankerTurn.objects.select_related("session"), pk=turn_id)
+    if refused := refusal(request, turn.session):
+        return refused
     try:
         services.banker_turn_pass(
             turn=turn, user=request.user, device=device_of(request)
@@ -267,7 +294,9 @@ def turn_pass(request, turn_id: int):
 @require_POST
 @tablet_view("shoe.manage")
 def shoe_close(request, shoe_id: int):
-    shoe = get_object_or_404(Shoe, pk=shoe_id)
+    shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=shoe_id)
+    if refused := refusal(request, shoe.session):
+        return refused
     try:
         services.shoe_close(shoe=shoe, user=request.user, device=device_of(request))
     except ServiceError:
@@ -279,6 +308,8 @@ def shoe_close(request, shoe_id: int):
 @tablet_view("session.close")
 def session_close(request, session_id: int):
     session = _session(session_id)
+    if refused := refusal(request, session):
+        return refused
     try:
         services.session_close(
             session=session, user=request.user, device=device_of(request)

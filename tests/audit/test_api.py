@@ -126,8 +126,8 @@ def test_dismiss_with_its_correction(as_user, pitboss, flag):
     assert (r.json()["status"], r.json()["revision"]) == ("dismissed", 2)
 
 
-def test_cagnotte_count_and_attestation(as_user, pitboss, manager, auditor, played,
-                                        session):
+def test_cagnotte_count_and_attestation(as_user, pitboss, pitboss2, manager,
+                                        auditor, played, session):
     url = f"/api/v1/sessions/{session.pk}/cagnotte/"
     r = post(as_user(pitboss), url, {"counted": "30.00"})
     assert r.status_code == 409 and "session" in r.json()
@@ -142,6 +142,13 @@ def test_cagnotte_count_and_attestation(as_user, pitboss, manager, auditor, play
     count_id = state["counts"][0]["id"]
     attest = f"/api/v1/cagnotte/{count_id}/attest/"
     assert post(as_user(pitboss), attest).status_code == 403  # a manager's job
+    # Not "certifié exact" over an open variance: its flag is decided first.
+    flag = Flag.objects.get(kind="cagnotte")
+    r = post(as_user(manager), attest)
+    assert r.status_code == 409 and f"variance flag {flag.pk}" in r.json()["flag"][0]
+    r = post(as_user(pitboss2), f"/api/v1/flags/{flag.pk}/confirm/",
+             {"reason": "a 0.50 chip short, found in the tronc"})
+    assert r.status_code == 200
     r = post(as_user(manager), attest)
     assert r.status_code == 200 and r.json()["attested_by"] == "manager1"
     assert as_user(auditor).get(url).json()["locked"] is True

@@ -123,16 +123,27 @@ def test_a_refused_correction_names_the_field(browser_as, pitboss, flag):
     assert r.status_code == 400 and "punter[1]" in r.content.decode()
 
 
-def test_closing_counting_and_attesting(browser_as, pitboss, manager, played,
-                                        session):
+def test_closing_counting_and_attesting(browser_as, pitboss, pitboss2, manager,
+                                        played, session):
     c = browser_as(pitboss)
     page = c.get(f"/floor/sessions/{session.pk}/").content.decode()
     assert "Close the session" in page and "30.00" in page
     assert c.post(f"/floor/sessions/{session.pk}/close/").status_code == 302
     r = c.post(f"/floor/sessions/{session.pk}/count/", {"counted": "31.00"})
     assert r.status_code == 302
-    assert Flag.objects.get(kind="cagnotte").is_open
+    flag = Flag.objects.get(kind="cagnotte")
+    assert flag.is_open
     count = CagnotteCount.objects.get()
+    m = browser_as(manager)
+    # Not attested over an open variance: the page says so, the POST is a 409.
+    page = m.get(f"/floor/sessions/{session.pk}/").content.decode()
+    assert "Attest once the variance flag is decided" in page
+    assert "Attest: certifié exact" not in page
+    r = m.post(f"/floor/cagnotte/{count.pk}/attest/")
+    assert r.status_code == 409 and f"variance flag {flag.pk}" in r.content.decode()
+    r = browser_as(pitboss2).post(f"/floor/flags/{flag.pk}/confirm/",
+                                  {"reason": "one 1.00 chip from the tronc"})
+    assert r.status_code == 302
     m = browser_as(manager)
     page = m.get(f"/floor/sessions/{session.pk}/").content.decode()
     assert "certifié exact" in page
