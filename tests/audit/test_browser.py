@@ -108,7 +108,8 @@ def test_floor_queue_flag_and_correction(page, live_server, night, pitboss,
 
 
 def test_cagnotte_count_and_attestation(page, live_server, night, pitboss,
-                                        manager, screenshot):
+                                        pitboss2, manager, screenshot):
+    from audit.models import Flag
     from tables import services
 
     services.session_close(session=night, user=pitboss)
@@ -120,6 +121,17 @@ def test_cagnotte_count_and_attestation(page, live_server, night, pitboss,
     page.wait_for_load_state()
     assert page.get_by_text(re.compile("flagged for review")).is_visible()
     screenshot("cagnotte-variance")
+    # Not "certifié exact" over an open variance: another pit boss decides it.
+    sign_in(page, live_server, manager)
+    page.goto(f"{live_server.url}/floor/sessions/{night.pk}/")
+    assert page.get_by_text("Attest once the variance flag is decided").is_visible()
+    assert page.get_by_role("button", name="Attest: certifié exact").count() == 0
+    flag = Flag.objects.get(kind="cagnotte", session=night)
+    sign_in(page, live_server, pitboss2)
+    page.goto(f"{live_server.url}/floor/flags/{flag.pk}/")
+    page.get_by_label("Confirm: it happened").fill("counted twice, box short")
+    page.get_by_role("button", name="Confirm").click()
+    page.wait_for_load_state()
     sign_in(page, live_server, manager)
     page.goto(f"{live_server.url}/floor/sessions/{night.pk}/")
     page.get_by_role("button", name="Attest: certifié exact").click()

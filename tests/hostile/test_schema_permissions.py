@@ -57,10 +57,12 @@ from .util import INPUTS, db_state, state_changes
 
 # The object-level rule on top of the role table: a croupier holds these only
 # at the table he works at (casino.roles.works_at; coup reads go through
-# tables.api.views.visible_coups). Table state (table.read: tables, sessions,
-# shoes, turns) stays floor-wide for him: he picks his table from the list and
-# finds the session he takes over as the relief (session.assign).
+# tables.api.views.visible_coups). Table state (table.read) is his own table's
+# too for sessions, shoes and banker turns (tables.services.access.read_check);
+# the table list stays floor-wide: he picks his table there, and finds the
+# session he takes over as the relief (session.assign).
 OWN_TABLE_ONLY = frozenset({"coup.read", "coup.record", "shoe.manage", "turn.manage"})
+OWN_TABLE_READS = frozenset({"sessions", "shoes", "turns"})
 ROLE_REFUSAL = (401, 403)
 
 
@@ -137,7 +139,10 @@ def in_row(need: str, role: str) -> bool:
 
 
 def scoped(op: Operation, role: str) -> bool:
-    return role == CROUPIER and op.need in OWN_TABLE_ONLY
+    if role != CROUPIER:
+        return False
+    return op.need in OWN_TABLE_ONLY or (
+        op.need == "table.read" and op.collection in OWN_TABLE_READS)
 
 
 # ---------------------------------------------------------------- objects
