@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 GENESIS = "0" * 64
@@ -129,47 +130,62 @@ def row_digest(*, key: bytes, **row: Any) -> str:
     return hmac.new(key, _body(**row), hashlib.sha256).hexdigest()
 
 
-def _value(f, value: Any) -> Any:
+_DECIMAL, _JSON, _OTHER = 0, 1, 2
+_UNSET = object()
+
+
+@cache
+def _plan(model) -> tuple:
+    """Per model, once: each digested field's attname, how its value is
+    canonicalised, and the value that leaves it out (see ledger_digest)."""
+    parent = BOUND.get(model._meta.label_lower)
+    plan = []
+    for f in model._meta.concrete_fields:
+        if f.primary_key or f.attname == parent:
+            continue
+        internal = f.get_internal_type()
+        kind = {"DecimalField": _DECIMAL, "JSONField": _JSON}.get(internal, _OTHER)
+        quant = Decimal(1).scaleb(-f.decimal_places) if kind == _DECIMAL else None
+        if f.has_default():
+            omit = _UNSET if callable(f.default) else f.default  # _UNSET: kept
+        else:
+            omit = f.get_default()  # "" for a text field without NULL, else None
+        plan.append((f.attname, kind, quant, omit))
+    return tuple(plan)
+
+
+def _canonical(kind: int, quant, value: Any) -> Any:
     """One field's value as the digest sees it, whatever side it comes from
     (an instance about to be written, or one read back)."""
     if value is None:
         return None
-    internal = f.get_internal_type()
-    if internal == "DecimalField":
-        return str(Decimal(value).quantize(Decimal(1).scaleb(-f.decimal_places)))
+    if kind == _DECIMAL:
+        return str(Decimal(value).quantize(quant))
+    if kind == _JSON:
+        from django.core.serializers.json import DjangoJSONEncoder
+
+        return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
     if isinstance(value, datetime):
         return _when(value)
     if isinstance(value, date):
         return value.isoformat()
-    if internal == "JSONField":
-        from django.core.serializers.json import DjangoJSONEncoder
-
-        return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
     if isinstance(value, Decimal | float):
         return str(value)
     return value
 
 
-def _omitted(f, value: Any) -> bool:
-    """A field at its default is left out of the digest, so a later migration
-    that adds a field with a default leaves every earlier digest valid (an
-    edit to or from the default still changes the digest)."""
-    if f.has_default():
-        return not callable(f.default) and value == f.default
-    return value is None or (value == "" and f.empty_strings_allowed)
-
-
 def ledger_digest(obj) -> str:
     """SHA-256 of a ledger row's content (its id, and its parent and position
-    for child rows, are the key it is filed under)."""
-    parent = BOUND.get(obj._meta.label_lower)
+    for child rows, are the key it is filed under). A field at its default is
+    left out, so a later migration that adds a field with a default leaves
+    every earlier digest valid (an edit to or from the default still changes
+    the digest)."""
     content = {}
-    for f in obj._meta.concrete_fields:
-        if f.primary_key or f.attname == parent:
+    for attname, kind, quant, omit in _plan(type(obj)):
+        value = getattr(obj, attname)
+        if omit is not _UNSET and value == omit:
             continue
-        value = f.value_from_object(obj)
-        if not _omitted(f, value):
-            content[f.attname] = _value(f, value)
+        content[attname] = _canonical(kind, quant, value)
     return hashlib.sha256(_dumps(content).encode("utf-8")).hexdigest()
 
 

@@ -177,6 +177,7 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
             statement=statement[:100])
         log_action(
             action="audit.cagnotte.attested", user=user, device=device, obj=count,
+            rows=[attestation],
             new={"session": session.pk, "counted": count.counted,
                  "statement": attestation.statement, "locked": True,
                  **_decided(variance)})

@@ -195,14 +195,16 @@ def decision_barred(flag: Flag) -> set[int]:
     it (`author`), the croupier concerned and the one who entered its coup,
     whoever wrote the revision it stands on (a correction or a re-settle),
     whoever raised it again or moved it onto his own revision or recount (the
-    flag's history), and whoever made the count a variance flag is about."""
+    flag's history), whoever made the count a variance flag is about, and the
+    pit boss who vouched for the coup by accepting it on its croupier's
+    behalf after a relief."""
     barred = {flag.author_id, flag.croupier_id}
     barred.update(flag.events.filter(action__in=RAISING)
                   .values_list("user_id", flat=True))
     if flag.coup_id is not None:
-        coup = Coup.objects.only("entered_by_id", "corrected_by_id").get(
-            pk=flag.coup_id)
-        barred.update((coup.entered_by_id, coup.corrected_by_id))
+        coup = Coup.objects.only(
+            "entered_by_id", "corrected_by_id", "accepted_by_id").get(pk=flag.coup_id)
+        barred.update((coup.entered_by_id, coup.corrected_by_id, coup.accepted_by_id))
     if flag.count_id is not None:
         barred.add(flag.count.counted_by_id)
     barred.discard(None)

@@ -85,6 +85,10 @@ def coup_correct(
     if coup.entered_by_id == getattr(user, "pk", None):
         raise Forbidden("coup", "four eyes: you entered this coup, another pit "
                         "boss must correct it")
+    if coup.accepted_by_id is not None and coup.accepted_by_id == getattr(
+            user, "pk", None):
+        raise Forbidden("coup", "four eyes: you accepted this coup on its "
+                        "croupier's behalf, another pit boss must correct it")
     with transaction.atomic():
         # Same lock order as coup_record (shoe, then turn): no deadlock.
         list(Shoe.objects.select_for_update().filter(session_id=coup.shoe.session_id)

@@ -296,3 +296,27 @@ def test_flags_sync_of_an_entry_corrected_before_any_sync(
     assert flag.coup.revision == 2
     assert_barred(api, flag, pitboss)
     assert_decides(api, flag, pitboss2)
+
+
+def test_a_coup_accepted_on_the_croupiers_behalf(
+    api, croupier, pitboss, pitboss2, shoe, turn
+):
+    """The pit boss who vouched for a relieved croupier's queued coup (a
+    false draw) may neither decide its flag nor correct it."""
+    from tables.errors import Forbidden
+
+    coup = services.coup_accept(
+        shoe_id=shoe.pk, user=pitboss, entered_by=croupier.pk,
+        reason="sent after the relief", punter=FALSE_DRAW[0], banker=FALSE_DRAW[1],
+        stakes=[services.StakeInput(amount=D("300"), seat=2)],
+    ).coup
+    assert (coup.entered_by, coup.accepted_by) == (croupier, pitboss)
+    flags_sync()
+    flag = Flag.objects.get()
+    assert_barred(api, flag, pitboss)
+    with pytest.raises(Forbidden, match="accepted this coup"):
+        services.coup_correct(coup=coup, user=pitboss, punter=BANKER_WINS[0],
+                              banker=BANKER_WINS[1],
+                              stakes=[services.StakeInput(amount=D("300"), seat=2)],
+                              reason="as the camera shows")
+    assert_decides(api, flag, pitboss2)
