@@ -152,8 +152,9 @@ def test_a_coup_is_three_round_trips(db, shoe, turn, croupier):
         ["SELECT", "hash", "FROM"],
         ["INSERT", "INTO", '"casino_changelog"'],
     ], work
-    from casino.trail import key_id_of
     from django.conf import settings
+
+    from casino.trail import key_id_of
 
     log = ChangeLog.objects.order_by("-id").first()
     assert settings.TRAIL_KEY not in " ".join(sent)  # the key stays here

@@ -410,14 +410,19 @@ class CoupRecordView(APIView):
             entered_by=v.get("entered_by"),
             entered_at=v.get("entered_at"),
         )
-        if result.created:
-            payload = s.coup_payload(result.coup, result.stakes, result.findings)
-        else:  # a replay: read it back with its relations
-            payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
-        return Response(
-            payload,
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-        )
+        return _coup_response(result)
+
+
+def _coup_response(result) -> Response:
+    """201 with the coup as stored, or 200 with the one a replayed key names."""
+    if result.created:
+        payload = s.coup_payload(result.coup, result.stakes, result.findings)
+    else:  # a replay: read it back with its relations
+        payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
+    return Response(
+        payload,
+        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+    )
 
 
 def _idempotency_key(request) -> str | None:
@@ -470,14 +475,7 @@ class CoupAcceptView(APIView):
             idempotency_key=_idempotency_key(request),
             entered_at=v.get("entered_at"),
         )
-        if result.created:
-            payload = s.coup_payload(result.coup, result.stakes, result.findings)
-        else:
-            payload = s.coup_payload(coups_queryset().get(pk=result.coup.pk))
-        return Response(
-            payload,
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-        )
+        return _coup_response(result)
 
 
 class CheckView(APIView):
