@@ -145,3 +145,13 @@ def test_the_app_itself_runs_as_the_runtime_role(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_user")
         assert cursor.fetchone()[0] == APP_ROLE
+
+
+@pytest.mark.parametrize("op", ["UPDATE {t} SET id = id", "DELETE FROM {t}",
+                                "TRUNCATE {t} CASCADE",
+                                "ALTER TABLE {t} DISABLE TRIGGER USER"])
+def test_the_runtime_role_against_every_append_only_table(db, op):
+    with _connect() as conn:
+        for table in append_only_tables():
+            with pytest.raises(psycopg.Error, match="permission denied|must be owner"):
+                conn.execute(op.format(t=table))
