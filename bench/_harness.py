@@ -247,7 +247,21 @@ def verify(acked: dict[str, int], unresolved: list[str]) -> dict:
         row = stored_cells.get(key)
         if row is None or any(getattr(row, f) != cell[f] for f in fields):
             problems.append(f"rollup {key} differs from its recomputation")
+
+    # The trail held under the load: one keyed chain, every ledger row bound
+    # to its log row (casino/trail.py), and the money re-proved from the cards.
+    from audit.ledger_check import ledger_verify
+    from casino.trail import trail_verify
+
+    trail = trail_verify(anchors=False)
+    if not trail.ok:
+        problems.append(f"trail: {trail.problem}")
+    ledger = ledger_verify()
+    problems.extend(f"ledger: {d.text}" for d in ledger.differences[:20])
     return {
+        "trail_rows": trail.rows,
+        "ledger_rows_bound": trail.ledger_rows,
+        "ledger_differences": len(ledger.differences) + ledger.more,
         "coups": coups,
         "acknowledged": len(acked),
         "unresolved": len(unresolved),

@@ -216,7 +216,9 @@ def report(args, rows, result, errors, env) -> None:
         f"verify: {result['acknowledged']} coups acknowledged, {result['coups']} "
         f"stored, {result['rows_lost']} lost, {result['rows_duplicated']} "
         f"duplicated, {result['unresolved']} unresolved; {result['shoes']} shoes "
-        f"in sequence, {result['turns']} banker turns re-computed -> "
+        f"in sequence, {result['turns']} banker turns re-computed; trail "
+        f"{result['trail_rows']} rows, {result['ledger_rows_bound']} ledger rows "
+        f"bound; {result['ledger_differences']} ledger differences -> "
         + ("OK" if result["ok"] and not errors else "FAILED")
     )
     for p in result["problems"][:20] + errors[:20]:
