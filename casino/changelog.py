@@ -106,15 +106,21 @@ def log_rows_linked(connection, head: str, rows: list[dict]) -> list[ChangeLog]:
     """Insert rows (as `log_entry_rows` gives them) linked from `head`, which
     the caller read under the chain lock (casino.trail.chain_lock_statements),
     in one statement."""
+    return ChangeLog.objects.using(connection.alias).bulk_create(
+        log_rows_signed(head, rows)
+    )
+
+
+def log_rows_signed(head: str, rows: list[dict]) -> list[ChangeLog]:
+    """The rows linked from `head` and signed with the trail key, unsaved: for
+    a writer with its own (prepared) insert. Same rules as log_rows_linked."""
     key_id, key = current_key()
     prev = head or GENESIS
     for row in rows:
         row["prev_hash"] = prev
         row["hash"] = prev = row_digest(key=key, **row)
         row["key_id"] = key_id
-    return ChangeLog.objects.using(connection.alias).bulk_create(
-        [ChangeLog(**row) for row in rows]
-    )
+    return [ChangeLog(**row) for row in rows]
 
 
 def log_entry_rows(entries: Iterable[Mapping[str, Any]]) -> list[dict]:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from django.db import connection, models
 
-from casino.changelog import log_entry_rows, log_rows_linked
+from casino.changelog import log_entry_rows, log_rows_signed
+from casino.models import ChangeLog
 from casino.trail import chain_lock_statements
 
 from ..models import (
@@ -313,7 +314,7 @@ def coup_write(
     coup._state.adding = False
     coup._state.db = connection.alias
     log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
-    log_rows_linked(connection, head[0] if head else "", log_entry_rows([log]))
+    _log_write(head, [log])
 
 
 @lru_cache(maxsize=1)
@@ -369,4 +370,11 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
     )
     turn._state.adding = False
     turn._state.db = connection.alias
-    log_rows_linked(connection, head[0] if head else "", log_entry_rows([log]))
+    _log_write(head, [log])
+
+
+def _log_write(head: tuple | None, entries: list[dict]) -> None:
+    """The change-log rows, signed here and linked to the head the batch read
+    under the chain lock, in one prepared statement."""
+    rows = log_rows_signed(head[0] if head else "", log_entry_rows(entries))
+    _execute([_insert(ChangeLog, rows)])
