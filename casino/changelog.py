@@ -102,6 +102,16 @@ def log_actions(entries: Iterable[Mapping[str, Any]]) -> list[ChangeLog]:
     return log_rows_linked(connection, chain_head(connection), rows)
 
 
+def chain_hold() -> str:
+    """Take the chain now (and read its head), in the caller's transaction.
+    Lock order, so nobody waits in a circle: a writer's row locks first, then
+    the chain, then the rows a chain holder may touch (the day's rollup
+    cells). The coup path takes the chain right after its shoe and turn
+    (tables/services/ledger_pg.py); a writer that also touches rollup cells
+    calls this before it does. log_action takes it again at no cost."""
+    return chain_head(_connection())
+
+
 def log_rows_linked(connection, head: str, rows: list[dict]) -> list[ChangeLog]:
     """Insert rows (as `log_entry_rows` gives them) linked from `head`, which
     the caller read under the chain lock (casino.trail.chain_lock_statements),

@@ -215,14 +215,14 @@ def ledger_entries(rows: Iterable) -> dict[str, dict[str, str]]:
 # -- the chain's head ------------------------------------------------------------
 
 _HEAD = "SELECT hash FROM casino_changelog ORDER BY id DESC LIMIT 1"
-CHAIN_LOCK = "SELECT pg_advisory_xact_lock(%s)"
 
 
 def chain_lock_statements() -> list[tuple[str, list]]:
-    """Take the chain lock, then read the head in a fresh statement (under
-    READ COMMITTED it sees the last lock holder's commit). From here to the
-    commit the chain is held: one writer at a time."""
-    return [(CHAIN_LOCK, [ADVISORY_LOCK_KEY]), (_HEAD, [])]
+    """One statement that takes the chain lock, then reads the head with a
+    fresh snapshot (the function of migration casino 0009: under READ
+    COMMITTED it sees the last lock holder's commit). From here to the commit
+    the chain is held: one writer at a time."""
+    return [("SELECT casino_chain_head(%s)", [ADVISORY_LOCK_KEY])]
 
 
 def chain_head(connection) -> str:
@@ -232,8 +232,7 @@ def chain_head(connection) -> str:
     database."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"{CHAIN_LOCK};\n{_HEAD}", [ADVISORY_LOCK_KEY])
-            cursor.nextset()
+            cursor.execute(*chain_lock_statements()[0])
         else:
             cursor.execute(_HEAD)
         row = cursor.fetchone()

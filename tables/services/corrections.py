@@ -38,7 +38,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from casino.changelog import log_actions
+from casino.changelog import chain_hold, log_actions
 
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import BankerTurn, Coup, Finding, Shoe, Stake
@@ -95,6 +95,7 @@ def coup_correct(
              .order_by("pk"))
         list(BankerTurn.objects.select_for_update()
              .filter(session_id=coup.shoe.session_id).order_by("pk"))
+        chain_hold()  # then the rollup cells a coup's writer may touch too
         plan = _plan(coup, punter, banker, stakes, declared_bank)
         if plan_digest is not None and plan_digest != plan.digest:
             raise Conflict("plan_digest", "the table moved on since the preview; "

@@ -273,7 +273,7 @@ def _record_locked(
     # any other database, take the ORM's statements, which also say why.
     fast = ledger_pg.lock_for_coup(shoe_id) if ledger_pg.supported() else None
     if fast is not None:
-        shoe, turn, coup_id = fast
+        shoe, turn, coup_id, head = fast
     else:
         shoe = lock_shoe(shoe_id)
     shoe_check(user, shoe)
@@ -315,6 +315,7 @@ def _record_locked(
             turn=turn,
             log=log,
             table_id=ctx.table.pk,
+            head=head,
         )
     else:
         ledger_write(

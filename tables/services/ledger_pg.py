@@ -143,11 +143,12 @@ class _PreparedCursor(psycopg.Cursor):
         return super().execute(query, params, prepare=prepare, binary=binary)
 
 
-def _execute(statements, *, fetch: bool = False):
+def _execute(statements, *, fetch: bool = False, each: bool = False):
     """Run (sql, params) statements in order, prepared, in one round trip
     (pipeline mode), through Django's cursor wrapper (its error mapping, query
     logging and execute wrappers). Returns the last statement's first row when
-    `fetch`."""
+    `fetch`, every statement's first row when `each` (a cursor apiece: in a
+    pipeline a cursor keeps only its last result)."""
     connection.ensure_connection()
     raw = connection.connection
     if raw.prepare_threshold is None:
@@ -158,25 +159,31 @@ def _execute(statements, *, fetch: bool = False):
     wrap = connection.make_debug_cursor if connection.queries_logged else (
         connection.make_cursor
     )  # as connection.cursor() does
-    cursor = wrap(_PreparedCursor(raw))
+    cursors = [wrap(_PreparedCursor(raw)) for _ in (statements if each else [0])]
     try:
         if len(statements) == 1:
-            cursor.execute(*statements[0])
+            cursors[0].execute(*statements[0])
         else:
             with connection.wrap_database_errors, raw.pipeline():
-                for sql, params in statements:
-                    cursor.execute(sql, params)
-        return cursor.fetchone() if fetch else None
+                for i, (sql, params) in enumerate(statements):
+                    cursors[i if each else 0].execute(sql, params)
+        if each:
+            return [c.fetchone() if c.description else None for c in cursors]
+        return cursors[0].fetchone() if fetch else None
     finally:
-        cursor.close()
+        for c in cursors:
+            c.close()
 
 
-def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
-    """The shoe and its session's open turn, locked, and the new coup's id;
-    None when there is no such shoe or no open turn (the ORM path says
-    which)."""
+def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int, str] | None:
+    """The shoe and its session's open turn, locked, the new coup's id, and
+    the chain's head with the chain held (casino/trail.py): the row locks
+    first, the chain lock last, so whoever holds the chain waits for no row
+    another chain writer holds (rollup cells are only touched with the chain
+    held; corrections and batches take it before theirs). None when there is
+    no such shoe or no open turn (the ORM path says which)."""
     sql, readers = _lock_statement()
-    row = _execute([(sql, [shoe_id])], fetch=True)
+    row, head = _execute([(sql, [shoe_id]), *chain_lock_statements()], each=True)
     if row is None:
         return None
     shoe, session, table, rules, turn = _split(row[1:], readers)
@@ -185,7 +192,7 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     session.table = table
     shoe.session = session
     turn.session = session
-    return shoe, turn, coup_id
+    return shoe, turn, coup_id, (head and head[0]) or ""
 
 
 # Values psycopg takes as they are: for these fields the ORM's preparation
@@ -287,6 +294,7 @@ def coup_write(
     turn: BankerTurn,
     log: dict,
     table_id: int,
+    head: str,
 ) -> None:
     """Write one prepared coup (what ledger_write does for a list) with its
     change-log row: one round trip for the rows, one for the log row. Its id
@@ -305,16 +313,15 @@ def coup_write(
     ]
     if prepared.findings:
         statements.append(_insert(Finding, prepared.findings))
+    log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
     statements += [
         _rollup_upsert(prepared, table_id),
         _update(shoe, ("next_seq", "dealt", "card_counts")),
-        *chain_lock_statements(),
+        _log_insert(head, [log]),
     ]
-    head = _execute(statements, fetch=True)
+    _execute(statements)
     coup._state.adding = False
     coup._state.db = connection.alias
-    log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
-    _log_write(head, [log])
 
 
 @lru_cache(maxsize=1)
@@ -344,37 +351,36 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
 
 def lock_for_turn(
     session_id: int,
-) -> tuple[TableSession, BankerTurn | None, int] | None:
-    """banker_turn_open's reads in one statement: the session locked (as its
+) -> tuple[TableSession, BankerTurn | None, int, str] | None:
+    """banker_turn_open's reads in one round trip: the session locked (as its
     ORM path does), its table and house rules, its latest turn (None before
-    the first), and the new turn's id. None: no such session, or a table
+    the first), the new turn's id, and the chain's head with the chain held
+    (after the row lock, as lock_for_coup). None: no such session, or a table
     without rules (the ORM path answers)."""
     sql, readers = _turn_lock_statement()
-    row = _execute([(sql, [session_id])], fetch=True)
+    row, head = _execute(
+        [(sql, [session_id]), *chain_lock_statements()], each=True
+    )
     if row is None:
         return None
     session, table, rules, last = _split(row[1:], readers)
     turn_id = row[0]
     table.rules = rules
     session.table = table
-    return session, last, turn_id
+    return session, last, turn_id, (head and head[0]) or ""
 
 
-def turn_write(turn: BankerTurn, turn_id: int, log: dict) -> None:
+def turn_write(turn: BankerTurn, turn_id: int, log: dict, head: str) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
-    row (two round trips, as coup_write)."""
+    row linked to the head it read, in one round trip."""
     turn.pk = turn_id
-    head = _execute(
-        [_insert(BankerTurn, [turn], with_pk=True), *chain_lock_statements()],
-        fetch=True,
-    )
+    _execute([_insert(BankerTurn, [turn], with_pk=True), _log_insert(head, [log])])
     turn._state.adding = False
     turn._state.db = connection.alias
-    _log_write(head, [log])
 
 
-def _log_write(head: tuple | None, entries: list[dict]) -> None:
-    """The change-log rows, signed here and linked to the head the batch read
-    under the chain lock, in one prepared statement."""
-    rows = log_rows_signed(head[0] if head else "", log_entry_rows(entries))
-    _execute([_insert(ChangeLog, rows)])
+def _log_insert(head: str, entries: list[dict]) -> tuple[str, list]:
+    """The change-log rows (log_action's entries), signed here with the trail
+    key (never sent to the database) and linked to `head`, which the caller
+    read under the chain lock: one INSERT for the caller's batch."""
+    return _insert(ChangeLog, log_rows_signed(head, log_entry_rows(entries)))

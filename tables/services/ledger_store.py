@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from casino.changelog import log_actions
+from casino.changelog import chain_hold, log_actions
 
 from .. import chemmy
 from ..errors import Conflict, NotFound
@@ -122,6 +122,7 @@ def ledger_write(
     if turns_opened:
         BankerTurn.objects.bulk_create(turns_opened)
     if coups:
+        chain_hold()  # before the rollup cells (casino.changelog.chain_hold)
         Coup.objects.bulk_create([p.coup for p in coups])
         Stake.objects.bulk_create([s for p in coups for s in p.stakes])
         findings = [f for p in coups for f in p.findings]

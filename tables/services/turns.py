@@ -92,7 +92,7 @@ def banker_turn_open(
         # (ledger_pg); elsewhere, or for a table without rules, the ORM's.
         fast = ledger_pg.lock_for_turn(session_id) if ledger_pg.supported() else None
         if fast is not None:
-            session, last, turn_id = fast
+            session, last, turn_id, head = fast
         else:
             try:
                 session = (
@@ -134,7 +134,7 @@ def banker_turn_open(
             "new": {"seat": seat, "bank": bank, "took_passed_bank": took_passed},
         }
         if fast is not None:
-            ledger_pg.turn_write(turn, turn_id, log)
+            ledger_pg.turn_write(turn, turn_id, log, head)
         else:
             turn.save()
             log_action(**log)
