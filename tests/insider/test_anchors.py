@@ -31,7 +31,7 @@ def test_the_command_anchors_the_head_in_a_read_only_file(played, settings):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o444  # nobody rewrites it
     out = io.StringIO()
     call_command("verify_trail", stdout=out)
-    assert "1 anchors hold" in out.getvalue()
+    assert "anchors checked: 1" in out.getvalue()
 
 
 def test_an_empty_log_has_nothing_to_anchor(db):

@@ -48,5 +48,5 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Trail intact: {check.rows} rows; head row {check.head_id} "
                 f"digest {check.head_hash}; {check.ledger_rows} ledger rows match; "
-                f"{check.anchors} anchors hold"
+                f"anchors checked: {check.anchors}"
             )
