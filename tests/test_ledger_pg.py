@@ -137,13 +137,13 @@ def test_a_coup_is_two_round_trips(db, shoe, turn, croupier):
             stakes=[services.StakeInput(amount=D("100"), seat=2)],
         )
     # The lock (shoe, turn, coup id), then the chain lock and its head: one
-    # round trip; the writes with the log row, signed here with the trail key
+    # statement; the writes with the log row, signed here with the trail key
     # (never sent to the database), pipelined: one more (savepoint statements
     # only when nested in a test transaction).
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert "FOR UPDATE OF shoe, turn" in work[0]
+    assert work[0].startswith("SELECT locked.*, casino_chain_head(%s) FROM (")
     assert [w.split()[0:3] for w in work[1:]] == [
-        ["SELECT", "casino_chain_head(%s)"],
         ["UPDATE", '"tables_bankerturn"', "SET"],
         ["INSERT", "INTO", '"tables_coup"'],
         ["INSERT", "INTO", '"tables_stake"'],

@@ -34,7 +34,7 @@ from django.db import connection, models
 
 from casino.changelog import log_entry_rows, log_rows_signed
 from casino.models import ChangeLog
-from casino.trail import chain_lock_statements
+from casino.trail import ADVISORY_LOCK_KEY
 
 from ..models import (
     BankerTurn,
@@ -131,7 +131,16 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         "WHERE shoe.id = %s "
         "FOR UPDATE OF shoe, turn"
     )
-    return sql, readers
+    return _then_chain(sql), readers
+
+
+def _then_chain(locking_select: str) -> str:
+    """The locking select, then the chain: the outer select's list is worked
+    out on the rows the inner one has locked (a subquery with FOR UPDATE is
+    never flattened), so the chain lock comes after the row locks, in the same
+    statement and round trip. Its last column is the chain's head
+    (casino_chain_head, migration casino 0009); no row, no chain taken."""
+    return f"SELECT locked.*, casino_chain_head(%s) FROM ({locking_select}) locked"
 
 
 class _PreparedCursor(psycopg.Cursor):
@@ -143,12 +152,11 @@ class _PreparedCursor(psycopg.Cursor):
         return super().execute(query, params, prepare=prepare, binary=binary)
 
 
-def _execute(statements, *, fetch: bool = False, each: bool = False):
+def _execute(statements, *, fetch: bool = False):
     """Run (sql, params) statements in order, prepared, in one round trip
     (pipeline mode), through Django's cursor wrapper (its error mapping, query
     logging and execute wrappers). Returns the last statement's first row when
-    `fetch`, every statement's first row when `each` (a cursor apiece: in a
-    pipeline a cursor keeps only its last result)."""
+    `fetch`."""
     connection.ensure_connection()
     raw = connection.connection
     if raw.prepare_threshold is None:
@@ -159,20 +167,17 @@ def _execute(statements, *, fetch: bool = False, each: bool = False):
     wrap = connection.make_debug_cursor if connection.queries_logged else (
         connection.make_cursor
     )  # as connection.cursor() does
-    cursors = [wrap(_PreparedCursor(raw)) for _ in (statements if each else [0])]
+    cursor = wrap(_PreparedCursor(raw))
     try:
         if len(statements) == 1:
-            cursors[0].execute(*statements[0])
+            cursor.execute(*statements[0])
         else:
             with connection.wrap_database_errors, raw.pipeline():
-                for i, (sql, params) in enumerate(statements):
-                    cursors[i if each else 0].execute(sql, params)
-        if each:
-            return [c.fetchone() if c.description else None for c in cursors]
-        return cursors[0].fetchone() if fetch else None
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+        return cursor.fetchone() if fetch else None
     finally:
-        for c in cursors:
-            c.close()
+        cursor.close()
 
 
 def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int, str] | None:
@@ -183,16 +188,16 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int, str] | None:
     held; corrections and batches take it before theirs). None when there is
     no such shoe or no open turn (the ORM path says which)."""
     sql, readers = _lock_statement()
-    row, head = _execute([(sql, [shoe_id]), *chain_lock_statements()], each=True)
+    row = _execute([(sql, [ADVISORY_LOCK_KEY, shoe_id])], fetch=True)
     if row is None:
         return None
-    shoe, session, table, rules, turn = _split(row[1:], readers)
+    shoe, session, table, rules, turn = _split(row[1:-1], readers)
     coup_id = row[0]
     table.rules = rules
     session.table = table
     shoe.session = session
     turn.session = session
-    return shoe, turn, coup_id, (head and head[0]) or ""
+    return shoe, turn, coup_id, row[-1] or ""
 
 
 # Values psycopg takes as they are: for these fields the ORM's preparation
@@ -346,7 +351,7 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         "WHERE session.id = %s "
         "FOR UPDATE OF session"
     )
-    return sql, readers
+    return _then_chain(sql), readers
 
 
 def lock_for_turn(
@@ -358,16 +363,14 @@ def lock_for_turn(
     (after the row lock, as lock_for_coup). None: no such session, or a table
     without rules (the ORM path answers)."""
     sql, readers = _turn_lock_statement()
-    row, head = _execute(
-        [(sql, [session_id]), *chain_lock_statements()], each=True
-    )
+    row = _execute([(sql, [ADVISORY_LOCK_KEY, session_id])], fetch=True)
     if row is None:
         return None
-    session, table, rules, last = _split(row[1:], readers)
+    session, table, rules, last = _split(row[1:-1], readers)
     turn_id = row[0]
     table.rules = rules
     session.table = table
-    return session, last, turn_id, (head and head[0]) or ""
+    return session, last, turn_id, row[-1] or ""
 
 
 def turn_write(turn: BankerTurn, turn_id: int, log: dict, head: str) -> None:
