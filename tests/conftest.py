@@ -115,7 +115,11 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
-    """Debian's Chromium, never a downloaded browser (RECIPES.md)."""
+    """Debian's Chromium, never a downloaded browser (RECIPES.md). Checked
+    here, before pytest-playwright launches it: without Chromium a browser
+    test skips naming it (a failure under CI) instead of erroring."""
+    if not os.path.exists(CHROMIUM):
+        _missing("Chromium", f"{CHROMIUM} not found (apt-get install chromium)")
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
