@@ -189,6 +189,16 @@ def ledger_digest(obj) -> str:
     return hashlib.sha256(_dumps(content).encode("utf-8")).hexdigest()
 
 
+def _covered(label: str, obj) -> bool:
+    """Whether the trail covers this row of its model (BOUND_ONLY): the same
+    rows verification reads, so a row outside them is never expected."""
+    for lookup, allowed in BOUND_ONLY.get(label, {}).items():
+        name = lookup.removesuffix("__in")
+        if getattr(obj, name) not in allowed:
+            return False
+    return True
+
+
 def ledger_entries(rows: Iterable) -> dict[str, dict[str, str]]:
     """The `ledger` field of a log row: each bound row's digest by label and
     key. Child rows must come in their insertion order."""
@@ -196,7 +206,7 @@ def ledger_entries(rows: Iterable) -> dict[str, dict[str, str]]:
     positions: dict[tuple[str, Any], int] = {}
     for obj in rows:
         label = obj._meta.label_lower
-        if label not in BOUND:
+        if label not in BOUND or not _covered(label, obj):
             continue
         parent = BOUND[label]
         if parent is None:
