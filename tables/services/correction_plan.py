@@ -111,13 +111,28 @@ class CorrectionPlan:
             "issues": self.issues,
         }
         body["digest"] = hashlib.sha256(
-            json.dumps(body, sort_keys=True, default=str).encode()
+            json.dumps(_as_approved(body), sort_keys=True, default=str).encode()
         ).hexdigest()
         return body
 
     @property
     def digest(self) -> str:
         return self.to_dict()["digest"]
+
+
+def _as_approved(body: dict) -> dict:
+    """What the digest covers: what the pit boss saw and approved. A turn the
+    correction closes is closed when it is written, so its closing *time* is
+    the clock's, not the preview's (the page shows that the turn closes, and
+    its closing amount, never the time): digesting it would make every such
+    correction a conflict with its own preview."""
+    turns = []
+    for t in body["turns"]:
+        new = dict(t["new"])
+        if new.get("closed_at") is not None and t["old"].get("closed_at") is None:
+            new["closed_at"] = "on confirmation"
+        turns.append({**t, "new": new})
+    return {**body, "turns": turns}
 
 
 def _plain(v):
