@@ -40,7 +40,8 @@ AREAS = [
     ("DRF (serializers, views)", "rest_framework"),
     ("other Django (request, middleware)", "django/"),
     ("engine (tables/chemmy)", "tables/chemmy"),
-    ("services & views (tables/, casino/)", "/work/main/"),
+    # this checkout, wherever it is (a worktree of an older release too)
+    ("services & views (tables/, casino/)", str(_benchdb.ROOT) + "/"),
     ("json / decimal / stdlib", ""),
 ]
 

@@ -5,6 +5,7 @@ with a message that names the variable, instead of failing later at the table.
 Defaults give the embedded set-up (SQLite under var/, Celery eager, DEBUG on).
 """
 
+import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -30,7 +31,29 @@ def _read(name, reader, **kwargs):
         raise ImproperlyConfigured(f"Environment variable {name}: {exc}") from exc
 
 
-DEBUG = _read("DEBUG", env.bool, default=True)
+_TRUE = {"1", "true", "yes", "on", "y", "t"}
+_FALSE = {"0", "false", "no", "off", "n", "f", ""}
+
+
+def _strict_bool(name, default):
+    """A yes/no variable: one of the usual spellings, or it fails naming the
+    variable (environ's bool reads anything it does not know as false, so a
+    typo in DEBUG would silently mean production)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"Environment variable {name}: {raw!r} is not a yes/no value "
+        "(use 1/0, true/false, yes/no or on/off)"
+    )
+
+
+DEBUG = _strict_bool("DEBUG", default=True)
 
 SECRET_KEY = _read("SECRET_KEY", env.str, default="")
 if not SECRET_KEY:
@@ -194,8 +217,8 @@ if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
 # Celery: with Redis, a real broker; without it, tasks run in-process (embedded).
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
-CELERY_TASK_ALWAYS_EAGER = _read(
-    "CELERY_TASK_ALWAYS_EAGER", env.bool, default=not REDIS_URL
+CELERY_TASK_ALWAYS_EAGER = _strict_bool(
+    "CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL
 )
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
@@ -278,7 +301,7 @@ MEDIA_ROOT = _read("MEDIA_ROOT", env.path, default=str(VAR_DIR / "media"))
 
 # API rate limits (casino/throttles.py). Each rate is "N/s|min|hour|day" or
 # "off"; API_THROTTLING=0 turns them all off (bench/ only, never the floor).
-API_THROTTLING = _read("API_THROTTLING", env.bool, default=True)
+API_THROTTLING = _strict_bool("API_THROTTLING", default=True)
 _RATE = r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)"
 
 
@@ -342,7 +365,7 @@ if REST_FRAMEWORK["NUM_PROXIES"] < 0:
 # held back by LOGIN_THROTTLE. Counted in the database (works with Redis
 # down). Unlock early: `manage.py axes_reset_username NAME`, or the admin's
 # "Access attempts" page.
-AXES_ENABLED = _read("AXES_ENABLED", env.bool, default=True)
+AXES_ENABLED = _strict_bool("AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = _read("AXES_FAILURE_LIMIT", env.int, default=5)
 if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured(
@@ -363,7 +386,7 @@ AXES_LOCKOUT_CALLABLE = "casino.signin.lockout_page"  # a page that says why
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 
 # Exposes /api/v1/bench/bare/ (one INSERT, nothing else) for bench/ only.
-BENCH_BARE_ENDPOINT = _read("BENCH_BARE_ENDPOINT", env.bool, default=False)
+BENCH_BARE_ENDPOINT = _strict_bool("BENCH_BARE_ENDPOINT", default=False)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Chemmy table audit API",
@@ -391,7 +414,7 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_SSL_REDIRECT = _read("SECURE_SSL_REDIRECT", env.bool, default=True)
+    SECURE_SSL_REDIRECT = _strict_bool("SECURE_SSL_REDIRECT", default=True)
     SECURE_HSTS_SECONDS = _read("SECURE_HSTS_SECONDS", env.int, default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -32,7 +32,10 @@ def start(**env) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "env, variable",
     [
-        ({"DEBUG": "maybe"}, "DEBUG"),
+        # the variable and the value, not "SECRET_KEY is required when DEBUG
+        # is off": a typo must not be read as production
+        ({"DEBUG": "maybe"}, "DEBUG: 'maybe'"),
+        ({"AXES_ENABLED": "perhaps"}, "AXES_ENABLED: 'perhaps'"),
         ({"DEBUG": "0"}, "SECRET_KEY"),
         ({"TIME_ZONE": "Mars/Olympus"}, "TIME_ZONE"),
         ({"DATABASE_URL": "nosuchdb://x"}, "DATABASE_URL"),
