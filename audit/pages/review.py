@@ -46,7 +46,7 @@ def _flag_page(request, flag, *, confirm=None, dismiss=None, error=None, status=
         **file, "confirm_form": confirm or ConfirmForm(),
         "dismiss_form": dismiss or ReasonForm(), "error": error,
         "may_review": may_review, "own": own,
-        "may_correct": has_capability(request.user, "coup.correct"),
+        **_correction_links(request.user, flag.coup),
         "sanction": sanction,
     }, status=status)
 
@@ -103,8 +103,18 @@ def coup_page(request, pk: int):
     return render(request, "audit/coup.html", {
         "coup": coup, "revisions": revisions, "current": revisions[-1],
         "flags": flags,
-        "may_correct": has_capability(request.user, "coup.correct"),
+        **_correction_links(request.user, revisions[-1]),
     })
+
+
+def _correction_links(user, coup) -> dict:
+    """Whether the page links to a correction of `coup`, and, for a pit boss
+    whom four eyes bar from it, why not: said where the link would be, never
+    only after the form is filled in."""
+    if coup is None or not has_capability(user, "coup.correct"):
+        return {"may_correct": False, "correction_barred": ""}
+    barred = floor_services.correction_barred(coup, user)
+    return {"may_correct": not barred, "correction_barred": barred}
 
 
 @route_page
@@ -124,6 +134,11 @@ def correct(request, pk: int):
            "plan": None, "error": None,
            "dismiss": (request.GET.get("dismiss") or request.POST.get("dismiss"))
            == "1"}
+    barred = floor_services.correction_barred(current, request.user)
+    if barred:
+        # Four eyes, said at the start: no form to fill in for nothing.
+        ctx["barred"] = barred
+        return render(request, "audit/correct.html", ctx, status=403)
     if request.method == "GET":
         ctx["form"] = CorrectionForm(initial=CorrectionForm.initial_for(current))
         ctx["stake_rows"] = stake_rows_for(current)

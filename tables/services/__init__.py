@@ -6,6 +6,7 @@ from .corrections import (
     CorrectionResult,
     coup_correct,
     coup_correct_preview,
+    correction_barred,
 )
 from .coups import RecordResult, StakeInput, coup_accept, coup_record
 from .floor import (
@@ -32,6 +33,7 @@ __all__ = [
     "TurnPass",
     "coup_correct",
     "coup_correct_preview",
+    "correction_barred",
     "croupier_check",
     "RecordResult",
     "StakeInput",

@@ -37,6 +37,7 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from casino.changelog import chain_hold, log_actions
 
@@ -54,6 +55,7 @@ __all__ = [
     "TurnChange",
     "coup_correct",
     "coup_correct_preview",
+    "correction_barred",
 ]
 
 
@@ -73,6 +75,23 @@ def coup_correct_preview(
     return _plan(coup, punter, banker, stakes, declared_bank)
 
 
+def correction_barred(coup: Coup, user) -> str:
+    """Why `user` may not correct `coup` (four eyes), or "" when he may: he
+    entered it, or accepted it on its croupier's behalf. Asked by
+    coup_correct and, before any form is shown, by the pages that link to a
+    correction and the correction page itself."""
+    pk = getattr(user, "pk", None)
+    if pk is None:
+        return ""
+    if coup.entered_by_id == pk:
+        return gettext("four eyes: you entered this coup, another pit boss must "
+                       "correct it")
+    if coup.accepted_by_id is not None and coup.accepted_by_id == pk:
+        return gettext("four eyes: you accepted this coup on its croupier's "
+                       "behalf, another pit boss must correct it")
+    return ""
+
+
 def coup_correct(
     *, coup: Coup, user, reason: str, punter: Sequence[str], banker: Sequence[str],
     stakes: Sequence[StakeInput], declared_bank: Decimal | None = None,
@@ -82,13 +101,9 @@ def coup_correct(
     reason = (reason or "").strip()
     if not reason:
         raise Invalid("reason", "a correction needs a reason")
-    if coup.entered_by_id == getattr(user, "pk", None):
-        raise Forbidden("coup", "four eyes: you entered this coup, another pit "
-                        "boss must correct it")
-    if coup.accepted_by_id is not None and coup.accepted_by_id == getattr(
-            user, "pk", None):
-        raise Forbidden("coup", "four eyes: you accepted this coup on its "
-                        "croupier's behalf, another pit boss must correct it")
+    barred = correction_barred(coup, user)
+    if barred:
+        raise Forbidden("coup", barred)
     with transaction.atomic():
         # Same lock order as coup_record (shoe, then turn): no deadlock.
         list(Shoe.objects.select_for_update().filter(session_id=coup.shoe.session_id)
