@@ -29,7 +29,7 @@ SEVERITY_ORDER = Case(
     output_field=IntegerField(),
 )
 FILTERS = ("table", "code", "side", "croupier", "gaming_day", "status", "severity")
-# RULES.md, quoted on the flag's page (what the pit boss checks against).
+# docs/rules.md, quoted on the flag's page (what the pit boss checks against).
 RULE_QUOTES = {
     "false_draw": "Drawing in an S cell or standing in a D cell is a false_draw "
     "by the banker. Standing on 0–4 or drawing on 6–7 is a false_draw by the "

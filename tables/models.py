@@ -87,7 +87,7 @@ class HouseRules(AppendOnlyModel):
     tableau = models.ForeignKey(TableauVersion, on_delete=models.PROTECT)
 
     class Sanction(models.TextChoices):
-        # RULES.md "Outcome": French regulation forbids fines; the only sanction
+        # docs/rules.md, "Outcome": French regulation forbids fines; the only sanction
         # there is taking the shoe away. Some clubs fine. Default: none.
         NONE = "none", "none beyond the finding"
         LOSE_SHOE = "lose_shoe", "the player loses the shoe"

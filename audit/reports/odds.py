@@ -14,7 +14,7 @@ this reproduces the published counts (banker 2,292,252,566,437,888; player
 
 Optional plays are parameters: the punter's 5 (draw or stand) and each optional
 ("O") cell of the tableau (draw or stand). Default: draw in all of them.
-Reference: RULES.md of this project ("The punter's rule", "The banker's tableau").
+Reference: docs/rules.md, "The punter's rule" and "The banker's tableau".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 /* The rules the tablet needs while it may be offline, read from the server's
  * data. The banker's tableau is NOT written here: it comes from the page
  * (TableauVersion.rows of this table's house rules, json_script "tableau").
- * What is here is the arithmetic of RULES.md that the engine applies around
+ * What is here is the arithmetic of docs/rules.md that the engine applies around
  * that table: points, naturals, the punter's rule, coverage and settlement.
  * tests/tablet/test_guidance_parity.py runs every tableau cell and a few
  * hundred stake sets through this file and through tables/chemmy and
@@ -222,7 +222,7 @@
     };
   }
 
-  /** Settle on the covered amount (RULES.md, "Settlement and carry-forward"). */
+  /** Settle on the covered amount (docs/rules.md, "Settlement"). */
   function settle(outcome, coverage, rate, unitCents) {
     const c = coverage.covered;
     if (outcome === "banker") {

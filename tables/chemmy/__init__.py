@@ -1,6 +1,6 @@
 """Chemin de fer rules engine: pure Python, standard library only, no Django.
 
-Its reference is RULES.md of this project (the rule book the code follows);
+Its reference is docs/rules.md, the project's rule book (the code follows it);
 each module's docstring names the section it implements. House rules (decks,
 commission rate and unit, minimum banco, tableau version) are arguments, never
 constants buried here.

@@ -1,4 +1,4 @@
-"""Cards, points and card codes (RULES.md, "Cards and points").
+"""Cards, points and card codes (docs/rules.md, "Cards and totals").
 
 A card is a two-character canonical code: rank ``A 2-9 T J Q K`` then suit
 ``S H D C``. Input may be lower case, use ``10`` for ``T`` and carry surrounding

@@ -1,5 +1,6 @@
 """One coup, judged: naturals, the punter's rule, the banker's tableau, the outcome
-(RULES.md, "Naturals" to "Outcome").
+(docs/rules.md, "Naturals", "The punter's rule", "The banker's tableau"
+and "Outcome").
 
 ``evaluate`` takes the cards as dealt and never voids a coup: a broken rule is a
 finding on the verdict, and the cards as dealt decide the outcome.

@@ -1,5 +1,5 @@
-"""Findings: what the audit records for a pit boss (RULES.md, "Findings the audit
-produces"). A finding never voids a coup."""
+"""Findings: what the audit records for a pit boss (docs/rules.md,
+"Findings"). A finding never voids a coup."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any, Final, NoReturn
 
 __all__ = ["FINDING_SEVERITY", "Finding", "FrozenDict"]
 
-# RULES.md's table: code -> severity.
+# docs/rules.md, "Findings": code -> severity (ledger_mismatch is the
+# audit's own, raised by verify_ledger, not by the engine).
 FINDING_SEVERITY: Final[Mapping[str, str]] = MappingProxyType(
     {
         "false_draw": "warning",
@@ -59,7 +60,7 @@ class Finding:
             raise ValueError(f"code: unknown finding code {self.code!r}")
         if self.severity != expected:
             raise ValueError(
-                f"severity: {self.code} is {expected!r} (RULES.md), "
+                f"severity: {self.code} is {expected!r} (docs/rules.md), "
                 f"not {self.severity!r}"
             )
         if self.side not in SIDES:
@@ -76,7 +77,7 @@ class Finding:
     def create(
         cls, code: str, *, side: str | None, message: str, **detail: object
     ) -> Finding:
-        """A finding with the severity RULES.md gives its code."""
+        """A finding with the severity docs/rules.md gives its code."""
         return cls(code, FINDING_SEVERITY.get(code, ""), side, detail, message)
 
     def to_dict(self) -> dict[str, Any]:

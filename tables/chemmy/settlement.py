@@ -1,4 +1,5 @@
-"""Settlement and carry-forward (RULES.md, "Settlement and carry-forward").
+"""Settlement and carry-forward (docs/rules.md, "Settlement" and "Banker turns
+and the suite").
 
 Money is Decimal throughout; the commission rate, its rounding unit and mode are
 house rules passed in. ``round_money`` is the one rounding helper.

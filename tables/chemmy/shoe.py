@@ -1,4 +1,4 @@
-"""The shoe (RULES.md, "The shoe"): the seven-card rule and card counts."""
+"""The shoe (docs/rules.md, "The shoe"): the seven-card rule and card counts."""
 
 from __future__ import annotations
 

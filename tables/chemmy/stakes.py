@@ -1,4 +1,5 @@
-"""Stakes, coverage and the garage (RULES.md, "Stakes, coverage and the garage").
+"""Stakes, coverage and the garage (docs/rules.md,
+"Stakes and announcements" and "Coverage and the garage").
 
 ``cover_stakes`` refuses a broken stake with a CoupError naming it
 ("stakes[2].amount"), then covers the valid ones in priority and rotation order.
@@ -36,7 +37,7 @@ class Announcement(StrEnum):
     BANCO_AVEC = "banco_avec"
 
 
-# Lower goes first (RULES.md's priority order).
+# Lower goes first (docs/rules.md, "Stakes and announcements").
 _PRIORITY: Final = {
     Announcement.SUIVI: 0,
     Announcement.BANCO_SOLO: 1,

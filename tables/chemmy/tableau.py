@@ -1,5 +1,5 @@
-"""The punter's rule and the banker's drawing table (RULES.md, "The punter's rule"
-and "The banker's tableau").
+"""The punter's rule and the banker's drawing table (docs/rules.md, "The punter's
+rule" and "The banker's tableau").
 
 The tableau is data, versioned: a table may carry a house variant, and every
 verdict records the version it was checked against.
@@ -150,7 +150,8 @@ def _literal(version: str, table: Mapping[int, str]) -> Tableau:
     return Tableau(version=version, rows=rows)
 
 
-# RULES.md's table, cell for cell: stood, then third card 0 1 2 3 4 5 6 7 8 9.
+# docs/rules.md, "The banker's tableau", cell for cell: stood, then the punter's
+# third card 0 1 2 3 4 5 6 7 8 9.
 STANDARD_TABLEAU: Final = _literal(
     "chemmy-standard-1",
     {

@@ -1,5 +1,5 @@
 """The two tableaux every installation starts with, written as literal data so
-that this migration means the same thing forever (RULES.md, "The banker's tableau")."""
+that this migration means the same thing forever (docs/rules.md, "The banker's tableau")."""
 
 from django.db import migrations
 
@@ -27,7 +27,7 @@ def seed(apps, schema_editor):
     TableauVersion = apps.get_model("tables", "TableauVersion")
     TableauVersion.objects.create(
         version="chemmy-standard-1", rows=CHEMMY,
-        description="Standard chemin de fer tableau (RULES.md)",
+        description="Standard chemin de fer tableau (docs/rules.md)",
     )
     TableauVersion.objects.create(
         version="punto-banco-1", rows=PUNTO_BANCO,

@@ -238,7 +238,7 @@ def session_croupier_change(
 
 def session_close(*, session: TableSession, user, device: str = "") -> TableSession:
     """Close the session; an open shoe is closed and the banker's turn ends
-    with his bank and garage (RULES.md: closing amount)."""
+    with his bank and garage (docs/rules.md, "Banker turns and the suite")."""
     with transaction.atomic():
         session = TableSession.objects.select_for_update().get(pk=session.pk)
         if not session.is_open:

@@ -1,4 +1,4 @@
-"""Card codes, points and parsing (RULES.md, "Cards and points")."""
+"""Card codes, points and parsing (docs/rules.md, "Cards and totals")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """evaluate(): the banker's 88 cells, the punter's rule, naturals, ties, and
-properties of coups dealt from random shoes (RULES.md)."""
+properties of coups dealt from random shoes (docs/rules.md, "Outcome")."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _clear_cache():
     yield
 
 
-# RULES.md, "The banker's tableau", pasted verbatim (columns: stood, then the
+# docs/rules.md, "The banker's tableau", pasted verbatim (columns: stood, then the
 # punter's third card 0..9). Independent of the engine's own copy.
 RULES_MD_TABLE = """
 | 0, 1, 2 | D | D | D | D | D | D | D | D | D | D | D |
@@ -37,7 +37,7 @@ for _line in RULES_MD_TABLE.strip().splitlines():
         for _col, _cell in enumerate(_cells):
             TABLE[int(_total), None if _col == 0 else _col - 1] = _cell
 assert len(TABLE) == 88
-# RULES.md, "The punter's rule".
+# docs/rules.md, "The punter's rule".
 PUNTER_RULE = {0: "D", 1: "D", 2: "D", 3: "D", 4: "D", 5: "O", 6: "S", 7: "S"}
 
 RANK_FOR_POINT = "TA23456789"  # a rank whose point value is the index
@@ -342,7 +342,7 @@ def test_finding_checks_its_code_and_severity():
 
 
 def deal(shoe: list[str], choices: list[bool], flip: str | None = None):
-    """Deal one coup by RULES.md from ``shoe`` (independently of the engine).
+    """Deal one coup by docs/rules.md from ``shoe`` (independently of the engine).
 
     ``choices`` settle the optional cells; ``flip`` names a side whose
     mandatory decision is reversed. Returns (punter, banker, flipped).

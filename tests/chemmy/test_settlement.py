@@ -1,5 +1,5 @@
-"""Settlement, commission and the banker turn's ledger (RULES.md, "Settlement and
-carry-forward"). Exact Decimals throughout."""
+"""Settlement, commission and the banker turn's ledger (docs/rules.md, "Settlement"
+and "Banker turns and the suite"). Exact Decimals throughout."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shoe: the seven-card rule and card counts (RULES.md, "The shoe")."""
+"""The shoe: the seven-card rule and card counts (docs/rules.md, "The shoe")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stakes, coverage and the garage (RULES.md, "Stakes, coverage and the garage")."""
+"""Stakes, coverage and the garage (docs/rules.md, "Coverage and the garage")."""
 
 from __future__ import annotations
 

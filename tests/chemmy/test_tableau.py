@@ -1,4 +1,4 @@
-"""The tableau as versioned data, and the punter's rule (RULES.md)."""
+"""The tableau as versioned data, and the punter's rule (docs/rules.md, "The banker's tableau")."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _clear_cache():
     yield
 
 
-# RULES.md, "The banker's tableau", pasted verbatim: an independent copy of the
+# docs/rules.md, "The banker's tableau", pasted verbatim: an independent copy of the
 # data, so a typo in the engine's table cannot agree with itself.
 RULES_MD_TABLE = """
 | 0, 1, 2 | D | D | D | D | D | D | D | D | D | D | D |

@@ -304,7 +304,7 @@ def test_cards_beyond_what_the_shoe_holds(api, croupier, manager):
     """More cards than are left in the shoe: a 409 naming the shoe, nothing
     written. The same card more often than the shoe holds it (decks) is not a
     refusal but a critical card_count_exceeded finding for the pit boss
-    (RULES.md: a mis-keyed or foreign card must reach a pit boss)."""
+    (docs/rules.md, "The shoe": a mis-keyed or foreign card must reach a pit boss)."""
     from tables import services
 
     table = services.table_create(
