@@ -47,10 +47,18 @@ def table_rows(block: str, header: bool = False) -> list[list[str]]:
     return rows if header else rows[1:]
 
 
+def _skipped(directory: str) -> bool:
+    """Environments, caches and outputs (.venv, .hypothesis, var...), not .ci."""
+    return directory in SKIP_DIRS or (directory.startswith(".") and directory != ".ci")
+
+
 def project_files():
     for path in ROOT.rglob("*"):
         rel = path.relative_to(ROOT)
-        if any(p in SKIP_DIRS for p in rel.parts) or path.suffix not in SOURCE_SUFFIXES:
+        if (
+            any(_skipped(p) for p in rel.parts[:-1])
+            or path.suffix not in SOURCE_SUFFIXES
+        ):
             continue
         # the book itself, and this file (its examples of references)
         if path.is_file() and path not in (BOOK, Path(__file__).resolve()):
