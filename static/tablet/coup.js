@@ -196,9 +196,12 @@
   let currentAmount = C.toCents(S.rules.minimum_stake);
   let standingCount = 0;
   let cards = {};
-  let placed = [];
+  // What the croupier did, in order: a slot filled ("p1".."b3"), "stand" (the
+  // punter stands: "Next card to banker" before his third card) or
+  // "force-p3" / "force-b3" (one more card against the rules). Undo takes
+  // back the last one, whatever it was.
+  let steps = [];
   let pendingRank = null;
-  let nextTo = null; // the croupier's "next card to punter / banker"
   let paused = null; // {kind, entry} while a conflict waits for the croupier
   let flushing = false;
   let pendingVerdict = null;
@@ -206,9 +209,8 @@
 
   function clearCards() {
     cards = { p1: null, b1: null, p2: null, b2: null, p3: null, b3: null };
-    placed = [];
+    steps = [];
     pendingRank = null;
-    nextTo = null;
   }
   clearCards();
 
@@ -220,26 +222,58 @@
     return { p: C.total([cards.p1, cards.p2]), b: C.total([cards.b1, cards.b2]) };
   }
 
-  /** Which slot the next card fills: the dealing order, then the rules'
-   *  default for third cards, unless the croupier said otherwise. */
-  function target() {
-    for (const s of ["p1", "b1", "p2", "b2"]) if (!cards[s]) return s;
-    if (nextTo === "punter") return cards.p3 ? null : "p3";
-    if (nextTo === "banker") return cards.b3 ? null : "b3";
-    const t = twoCardTotals();
-    if (t.p >= 8 || t.b >= 8) return null;
-    if (!cards.p3 && !cards.b3) return C.punterAction(t.p) === "S" ? "b3" : "p3";
-    if (cards.p3 && !cards.b3) return "b3";
-    return null;
+  function cardCount() {
+    return SLOTS.filter((s) => cards[s]).length;
   }
 
-  /** The punter's third-card value for the tableau: a number, null (stood),
-   *  or undefined (not decided yet). */
-  function punterThird() {
-    if (cards.p3) return C.point(cards.p3);
-    const t = target();
-    if (cards.b3 || t === "b3" || t === null) return null;
-    return undefined;
+  /** A "force-" step counts only while it is the last thing done. */
+  function forcedSlot() {
+    const last = steps[steps.length - 1];
+    return last && last.startsWith("force-") ? last.slice(6) : null;
+  }
+
+  /** What comes next on the pad: the ONE place that decides it, from the
+   *  rules the engine applies (the punter's rule, this table's tableau) and
+   *  what the croupier said ("Next card to punter / banker"). The highlighted
+   *  slot, the guidance's prompt, the two toggles and Save all read it;
+   *  tests/tablet/test_prompt_parity.py compares it with tables.chemmy on
+   *  every cell.
+   *  slot: the slot the next card fills, or null when all cards are in;
+   *  kind: "deal" | "punter_choice" (5: draw, or "Next card to banker") |
+   *        "banker_choice" (an optional cell: draw, or save) | "complete";
+   *  third: the punter's third-card value for the tableau, null when he
+   *        stood, undefined while he has not decided. */
+  function nextStep() {
+    for (const s of ["p1", "b1", "p2", "b2"]) {
+      if (!cards[s]) return { slot: s, kind: "deal", third: undefined };
+    }
+    const t = twoCardTotals();
+    const natural = t.p >= 8 || t.b >= 8;
+    const pa = C.punterAction(Math.min(t.p, 7));
+    let third;
+    if (cards.p3) third = C.point(cards.p3);
+    else if (natural || cards.b3 || steps.includes("stand") || pa === "S") third = null;
+    const forced = forcedSlot();
+    if (forced && !cards[forced]) return { slot: forced, kind: "deal", third: third };
+    if (natural || cards.b3) return { slot: null, kind: "complete", third: third };
+    if (third === undefined) {
+      return { slot: "p3", kind: pa === "O" ? "punter_choice" : "deal", third: third };
+    }
+    const ba = C.bankerAction(S.tableau, t.b, third);
+    if (ba === "S") return { slot: null, kind: "complete", third: third };
+    return { slot: "b3", kind: ba === "O" ? "banker_choice" : "deal", third: third };
+  }
+
+  function target() {
+    return nextStep().slot;
+  }
+
+  /** The guidance's last line, in the croupier's words, from nextStep(). */
+  function promptText(step) {
+    if (step.kind === "complete") return T.coup_complete;
+    if (step.kind === "punter_choice") return T.next_punter_choice;
+    if (step.kind === "banker_choice") return T.next_banker_choice;
+    return fmt(T.deal_next, { slot: T["slot_" + step.slot] });
   }
 
   // ---- stakes ------------------------------------------------------------------
@@ -332,7 +366,7 @@
   function tapRank(r) {
     hideAlert();
     if (!target()) {
-      showAlert(placed.length >= 6 ? T.cards_full : T.no_target);
+      showAlert(cardCount() >= 6 ? T.cards_full : T.all_in_more);
       return;
     }
     pendingRank = r;
@@ -344,9 +378,8 @@
     const slot = target();
     if (!slot) return;
     cards[slot] = pendingRank + s;
-    placed.push(slot);
+    steps.push(slot);
     pendingRank = null;
-    nextTo = null;
     hideAlert();
     render();
   }
@@ -355,20 +388,28 @@
     hideAlert();
     if (pendingRank) {
       pendingRank = null;
-    } else if (placed.length) {
-      cards[placed.pop()] = null;
-      nextTo = null;
-    } else if (nextTo) {
-      nextTo = null;
+    } else if (steps.length) {
+      const last = steps.pop();
+      if (Object.prototype.hasOwnProperty.call(cards, last)) cards[last] = null;
     } else {
       showAlert(T.undo_nothing);
     }
     render();
   }
 
+  /** "Next card to banker" before the punter's third card means he stands
+   *  (the tableau then says whether the banker draws); otherwise, and for
+   *  "Next card to punter", it deals one more card than the rules ask for
+   *  (recorded as it happens, flagged for the pit boss). */
   function sendNextTo(side) {
     if (!twoCardTotals()) return;
-    nextTo = side;
+    const slot = side === "punter" ? "p3" : "b3";
+    if (cards[slot]) return;
+    const now = nextStep();
+    hideAlert();
+    if (now.slot === slot) return render();
+    if (side === "banker" && now.third === undefined) steps.push("stand");
+    else steps.push("force-" + slot);
     render();
   }
 
@@ -550,11 +591,17 @@
     $("to-banker").disabled = !four || !!cards.b3;
     $("to-punter").setAttribute("aria-pressed", t === "p3" ? "true" : "false");
     $("to-banker").setAttribute("aria-pressed", t === "b3" ? "true" : "false");
+    // All cards in (or the banker's free choice): Save is the next step.
+    const kind = nextStep().kind;
+    const ready = kind === "complete" || kind === "banker_choice";
+    $("save").classList.toggle("ready", ready);
+    $("save").dataset.next = ready ? "save" : "card";
+    document.querySelector(".pad").classList.toggle("all-in", kind === "complete");
   }
 
   function renderGuidance() {
     const lines = [];
-    const t = target();
+    const step = nextStep();
     const totals = twoCardTotals();
     if (pendingRank) lines.push(["info", fmt(T.choose_suit, { rank: RANK_LABEL[pendingRank] })]);
     if (totals) {
@@ -567,7 +614,7 @@
           "rule",
           { D: T.punter_must_draw, O: T.punter_may_choose, S: T.punter_must_stand }[pa],
         ]);
-        const third = punterThird();
+        const third = step.third;
         if (third === undefined) {
           lines.push(["rule", T.banker_waits]);
         } else {
@@ -581,11 +628,11 @@
         }
       }
       const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
-      if (!t) {
+      if (!step.slot) {
         for (const f of verdict.findings) lines.push(["warn", findingText(f, totals)]);
       }
     }
-    lines.push(["next", t ? fmt(T.deal_next, { slot: T["slot_" + t] }) : T.coup_complete]);
+    lines.push(["next", promptText(step)]);
     const g = $("guidance");
     g.replaceChildren(...lines.map(([kind, text]) => el("p", { class: "g-" + kind, text: text })));
   }
@@ -974,7 +1021,7 @@
       (side === "p" ? b.punter : b.banker).forEach((code, i) => {
         const slot = side + (i + 1);
         cards[slot] = code;
-        placed.push(slot);
+        steps.push(slot);
       });
     });
     stakes = b.stakes.map((s) => ({
@@ -1235,6 +1282,11 @@
     render: render,
     flush: flush,
     findingText: findingText,
+    clearPad: function () {
+      clearCards();
+      hideAlert();
+      render();
+    },
     tableau: function () {
       return S.tableau;
     },

@@ -132,6 +132,17 @@ def js_strings() -> dict[str, str]:
         "natural_banker": _("Natural {total} for the banker: nobody draws"),
         "deal_next": _("Next card: {slot}"),
         "coup_complete": _("All cards in: save the coup"),
+        "next_punter_choice": _(
+            "Punter on 5: deal his third card, or tap “Next card to banker” "
+            "if he stands"
+        ),
+        "next_banker_choice": _(
+            "Banker's choice: deal his third card, or save the coup if he stands"
+        ),
+        "all_in_more": _(
+            "All cards are in: save the coup. To deal one more card, tap "
+            "“Next card to punter” or “Next card to banker” first."
+        ),
         "punter_stood_on": _("punter stood"),
         "against": _("against a {value}"),
         # slots
