@@ -287,6 +287,13 @@ class CoupSerializer(serializers.ModelSerializer):
         allow_null=True,  # null: sent by the croupier who entered it
         help_text="The pit boss who stored this coup on the croupier's behalf",
     )
+    latest = serializers.SerializerMethodField(
+        help_text="No later revision supersedes this one (false: history)"
+    )
+    corrected_by = serializers.StringRelatedField(
+        allow_null=True,  # null: revision 1, the coup as entered at the table
+        help_text="The pit boss whose correction wrote this revision",
+    )
 
     class Meta:
         model = Coup
@@ -298,6 +305,7 @@ class CoupSerializer(serializers.ModelSerializer):
             "turn",
             "seq",
             "revision",
+            "latest",
             "gaming_day",
             "created_at",
             "entered_by",
@@ -325,12 +333,28 @@ class CoupSerializer(serializers.ModelSerializer):
             "tableau_version",
             "accepted_by",
             "accepted_reason",
+            "corrected_by",
+            "corrected_at",
+            "correction_reason",
             "stakes",
             "findings",
         ]
 
     def get_cards_left(self, coup) -> int:
         return coup.cards_left_before - len(coup.punter_cards) - len(coup.banker_cards)
+
+    def get_latest(self, coup) -> bool:
+        return is_latest(coup)
+
+
+def is_latest(coup: Coup) -> bool:
+    """Read off coups_queryset()'s annotation, else asked of the database."""
+    latest = getattr(coup, "latest", None)
+    if latest is None:
+        latest = not Coup.objects.filter(
+            shoe_id=coup.shoe_id, seq=coup.seq, revision__gt=coup.revision
+        ).exists()
+    return bool(latest)
 
 
 class CheckInSerializer(serializers.Serializer):
@@ -397,6 +421,8 @@ def coup_payload(coup: Coup, stakes=None, findings=None) -> dict:
         "turn": coup.turn_id,
         "seq": coup.seq,
         "revision": coup.revision,
+        # A coup just written is the latest; a replay is read back annotated.
+        "latest": bool(getattr(coup, "latest", True)),
         "gaming_day": _DAY.to_representation(coup.gaming_day),
         "created_at": _WHEN.to_representation(coup.created_at),
         "entered_by": str(coup.entered_by),
@@ -428,6 +454,13 @@ def coup_payload(coup: Coup, stakes=None, findings=None) -> dict:
         if coup.accepted_by_id is None
         else str(coup.accepted_by),
         "accepted_reason": coup.accepted_reason,
+        "corrected_by": None
+        if coup.corrected_by_id is None
+        else str(coup.corrected_by),
+        "corrected_at": None
+        if coup.corrected_at is None
+        else _WHEN.to_representation(coup.corrected_at),
+        "correction_reason": coup.correction_reason,
         "stakes": [
             {
                 "position": st.position,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import authenticate
+from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -313,9 +314,43 @@ class TurnPassView(APIView):
 
 
 def coups_queryset():
-    return Coup.objects.select_related(
-        "shoe__session", "entered_by", "accepted_by"
-    ).prefetch_related("stakes", "findings")
+    """Coups with what their representation reads: `latest` is whether no
+    later revision supersedes the row (a correction is a new revision of the
+    same shoe and seq; the old one stays, as history)."""
+    newer = Coup.objects.filter(
+        shoe=OuterRef("shoe"), seq=OuterRef("seq"), revision__gt=OuterRef("revision")
+    )
+    return (
+        Coup.objects.select_related(
+            "shoe__session", "entered_by", "accepted_by", "corrected_by"
+        )
+        .prefetch_related("stakes", "findings")
+        .annotate(latest=~Exists(newer))
+    )
+
+
+# GET /coups/?revisions=: which revisions of each coup the list holds.
+REVISIONS = {
+    "latest": "each coup once, as it stands now (its latest revision): the default",
+    "all": "every revision, corrected ones included (the history); a "
+    "superseded row has `latest: false`",
+}
+
+
+def revisions_param(request) -> str:
+    """The `revisions` query parameter, strictly: one of REVISIONS, given at
+    most once; anything else is a 400 naming it (never a silent default)."""
+    values = request.query_params.getlist("revisions")
+    if not values:
+        return "latest"
+    if len(values) > 1:
+        raise ValidationError({"revisions": ["give this parameter once"]})
+    if values[0] not in REVISIONS:
+        choices = ", ".join(REVISIONS)
+        raise ValidationError(
+            {"revisions": [f"must be one of: {choices} (got {values[0][:40]!r})"]}
+        )
+    return values[0]
 
 
 class CoupFilter(filters.FilterSet):
@@ -341,6 +376,26 @@ def visible_coups(user, queryset):
     return access.readable_coups(user, queryset)
 
 
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "revisions",
+            str,
+            OpenApiParameter.QUERY,
+            required=False,
+            enum=list(REVISIONS),
+            default="latest",
+            description="Which revisions of each coup to list. "
+            + "; ".join(f"`{k}`: {v}" for k, v in REVISIONS.items())
+            + ". Any other value is a 400 naming `revisions`. One coup's "
+            "history: /api/v1/coups/{id}/revisions/.",
+        )
+    ],
+    description="Coups, newest first. A pit boss's correction writes a new "
+    "revision of the coup (the old one stays): by default each coup is listed "
+    "once, at its latest revision (`revision` > 1 and `corrected_at` set when "
+    "it was corrected); `revisions=all` lists the history too.",
+)
 class CoupListView(generics.ListAPIView):
     permission_classes = [Can("coup.read")]
     serializer_class = s.CoupSerializer
@@ -348,9 +403,10 @@ class CoupListView(generics.ListAPIView):
     queryset = Coup.objects.none()  # the real one depends on who asks
 
     def get_queryset(self):
-        return visible_coups(
-            self.request.user, coups_queryset().order_by("-created_at", "-id")
-        )
+        coups = coups_queryset()
+        if revisions_param(self.request) == "latest":
+            coups = coups.filter(latest=True)
+        return visible_coups(self.request.user, coups.order_by("-created_at", "-id"))
 
 
 class CoupDetailView(generics.RetrieveAPIView):
