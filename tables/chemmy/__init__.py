@@ -11,6 +11,8 @@ constants buried here.
 - ``stakes``: announcements, coverage, garage, the punter-hand holder
 - ``settlement``: commission, carry-forward, the banker turn's ledger
 - ``shoe``: the seven-card rule and card counts
+- ``house``: the house-rule variants (rounding mode, tie, cover, maximum bank,
+  prescribed choices in the optional cells) and the ``house_choice`` finding
 """
 
 from .cards import (
@@ -26,6 +28,16 @@ from .cards import (
 )
 from .engine import Outcome, Verdict, evaluate
 from .findings import FINDING_SEVERITY, Finding
+from .house import (
+    Choice,
+    Cover,
+    Prescriptions,
+    Rounding,
+    TieRule,
+    cell_key,
+    house_findings,
+    rounding_mode,
+)
 from .settlement import (
     DEFAULT_COMMISSION_RATE,
     DEFAULT_COMMISSION_UNIT,
@@ -69,6 +81,14 @@ __all__ = [
     "SUITS",
     "Action",
     "Announcement",
+    "Choice",
+    "Cover",
+    "Prescriptions",
+    "Rounding",
+    "TieRule",
+    "cell_key",
+    "house_findings",
+    "rounding_mode",
     "CoupError",
     "Coverage",
     "CoveredStake",

@@ -15,6 +15,7 @@ __all__ = ["FINDING_SEVERITY", "Finding", "FrozenDict"]
 FINDING_SEVERITY: Final[Mapping[str, str]] = MappingProxyType(
     {
         "false_draw": "warning",
+        "house_choice": "warning",
         "draw_after_natural": "warning",
         "deal_below_seven": "warning",
         "card_count_exceeded": "critical",

@@ -37,6 +37,7 @@ class Announcement(StrEnum):
     BANCO_AVEC = "banco_avec"
 
 
+_COVER_RULES: Final = ("partial", "all_or_nothing")  # chemmy.house.Cover's values
 # Lower goes first (docs/rules.md, "Stakes and announcements").
 _PRIORITY: Final = {
     Announcement.SUIVI: 0,
@@ -134,16 +135,26 @@ def cover_stakes(
     seats: int,
     minimum_banco: Decimal,
     suivi_seat: int | None = None,
+    cover: str = "partial",
+    maximum_bank: Decimal | None = None,
 ) -> Coverage:
     """Validate the stakes and cover them from ``bank``.
 
     Order: announcement priority (suivi, banco solo, banco deux, banco avec,
     plain), then rotation from the banker's right, standing players last in
-    input order. Each stake is covered up to what remains of the bank; the
-    rest of it is declined. An empty list covers nothing (all garage).
+    input order. Under the house's ``cover`` rule "partial" a stake is covered
+    up to what remains of the bank and the rest of it is declined; under
+    "all_or_nothing" a stake larger than what remains is declined whole. A
+    house's ``maximum_bank`` caps the bank in play; the excess goes to the
+    garage with whatever no stake covers. An empty list covers nothing.
     """
     bank = money(bank, "bank")
     minimum_banco = money(minimum_banco, "minimum_banco")
+    if cover not in _COVER_RULES:
+        raise CoupError("cover", f"{cover!r} is not one of {', '.join(_COVER_RULES)}")
+    in_play = bank
+    if maximum_bank is not None:
+        in_play = min(bank, money(maximum_bank, "maximum_bank"))
     _check_table(banker_seat, seats)
     if suivi_seat is not None and (
         type(suivi_seat) is not int
@@ -155,16 +166,19 @@ def cover_stakes(
         raise CoupError("stakes", "must be a list of stakes")
 
     valid = [
-        _validate(i, s, bank, banker_seat, seats, minimum_banco / 10, suivi_seat)
+        _validate(i, s, in_play, banker_seat, seats, minimum_banco / 10, suivi_seat)
         for i, s in enumerate(stakes)
     ]
     _check_unique(valid)
-    _check_banco_deux(valid, bank)
+    _check_banco_deux(valid, in_play)
 
-    remaining = bank
+    remaining = in_play
+    whole = cover == "all_or_nothing"
     covered_by_index: dict[int, Decimal] = {}
     for v in sorted(valid, key=lambda v: (_PRIORITY[v.announcement], v.rotation)):
         take = min(v.amount, remaining)
+        if whole and take < v.amount:
+            take = ZERO
         covered_by_index[v.index] = take
         remaining -= take
     out = tuple(
@@ -176,12 +190,12 @@ def cover_stakes(
         )
         for v in valid
     )
-    covered = bank - remaining
+    covered = in_play - remaining
     holder = _holder(valid, covered_by_index)
     return Coverage(
         bank=bank,
         covered=covered,
-        garage=remaining,
+        garage=bank - covered,
         stakes=out,
         punter_index=None if holder is None else holder.index,
         punter_seat=None if holder is None else holder.stake.seat,
