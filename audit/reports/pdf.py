@@ -71,23 +71,39 @@ def _cell(col, value) -> dict:
     return {"text": str(value), "num": False, "flag": col.kind == FLAG}
 
 
+# Columns that name something (a table, a croupier): never broken over lines
+# (issue "a real shift", item 16); the numbers' headers wrap instead.
+NAME_HEADERS = {"table", "croupier", "table and gaming day", "gaming day", "banker"}
+
+
+def _names(columns) -> list[bool]:
+    return [i == 0 or c.header in NAME_HEADERS for i, c in enumerate(columns)]
+
+
+def _mark(cells: list[dict], names: list[bool]) -> list[dict]:
+    return [{**c, "name": name} for c, name in zip(cells, names, strict=True)]
+
+
 def render_html(doc: Document) -> str:
     chart = None
     if doc.report is not None:
         svg = commission_chart_svg(doc.report).encode()
         chart = "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
-    sheets = [
-        {
+    sheets = []
+    for s in doc.sheets:
+        names = _names(s.columns)
+        sheets.append({
             "name": s.name,
-            "headers": [c.header for c in s.columns],
-            "rows": [[_cell(c, v) for c, v in zip(s.columns, row, strict=True)]
+            "headers": [{"text": c.header, "name": name}
+                        for c, name in zip(s.columns, names, strict=True)],
+            "rows": [_mark([_cell(c, v) for c, v in zip(s.columns, row, strict=True)],
+                           names)
                      for row in s.rows],
-            "total": ([_cell(c, v) for c, v in zip(s.columns, s.total, strict=True)]
+            "total": (_mark([_cell(c, v)
+                             for c, v in zip(s.columns, s.total, strict=True)], names)
                       if s.total is not None else None),
             "wide": len(s.columns) > 10,
-        }
-        for s in doc.sheets
-    ]
+        })
     return render_to_string("reports/pdf.html", {
         "doc": doc, "stamp": doc.stamp, "sheets": sheets, "chart": chart,
         "rules": [rules_text(r) for r in doc.stamp["house_rules"]],
