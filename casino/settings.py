@@ -158,6 +158,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # <html data-theme="day|night">: the user's theme (tablet Settings).
+                "tables.tablet.theme.context",
             ],
         },
     },

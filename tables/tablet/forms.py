@@ -10,6 +10,8 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+from . import theme
+
 MAX_MONEY = Decimal("999999999999.99")
 
 
@@ -78,6 +80,12 @@ class PreferencesForm(forms.Form):
         label=_("Language"),
         required=False,
         choices=[("", _("As the browser says"))] + list(settings.LANGUAGES),
+    )
+
+
+class ThemeForm(forms.Form):
+    theme = forms.ChoiceField(
+        label=_("Theme"), choices=theme.CHOICES, widget=forms.RadioSelect
     )
 
 

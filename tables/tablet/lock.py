@@ -24,8 +24,8 @@ from casino.roles import has_capability
 
 from ..errors import ServiceError
 from ..models import TableSession
-from . import language, pins
-from .forms import PinForm, PreferencesForm, UnlockForm
+from . import language, pins, theme
+from .forms import PinForm, PreferencesForm, ThemeForm, UnlockForm
 from .models import TabletProfile, profile_for
 from .views import LOCK_KEY, device_of, take_over
 
@@ -47,6 +47,7 @@ def lock(request):
     table = request.POST.get("table", "")[:100]
     session_id = parse_id(request.POST.get("session"))
     lang = request.session.get(language.SESSION_KEY)
+    shade = theme.current(request)
     previous = request.user.get_username() if request.user.is_authenticated else ""
     logout(request)
     request.session[LOCK_KEY] = {
@@ -57,6 +58,7 @@ def lock(request):
     request.session[RETURN_KEY] = back
     if lang:
         language.remember(request, lang)
+    theme.remember(request, shade)  # the lock screen stays in his theme
     return redirect("tablet:unlock")
 
 
@@ -137,9 +139,10 @@ def _relieve(request, session_id) -> None:
 @never_cache
 @login_required
 def preferences(request):
-    """The user's language and PIN."""
+    """The user's language, theme and PIN."""
     profile = profile_for(request.user)
     prefs = PreferencesForm(initial={"language": profile.language})
+    theme_form = ThemeForm(initial={"theme": profile.theme or theme.DAY})
     pin_form = PinForm(user=request.user)
     saved = None
     status = 200
@@ -157,6 +160,15 @@ def preferences(request):
             saved = _("Language saved.")
         else:
             status = 400
+    elif request.method == "POST" and request.POST.get("form") == "theme":
+        theme_form = ThemeForm(request.POST)
+        if theme_form.is_valid():
+            profile.theme = theme_form.cleaned_data["theme"]
+            profile.save(update_fields=["theme", "updated_at"])
+            theme.remember(request, profile.theme)
+            saved = _("Theme saved: every page you open uses it.")
+        else:
+            status = 400
     elif request.method == "POST" and request.POST.get("form") == "pin":
         pin_form = PinForm(request.POST, user=request.user)
         if pin_form.is_valid():
@@ -171,6 +183,7 @@ def preferences(request):
         "tablet/preferences.html",
         {
             "prefs": prefs,
+            "theme_form": theme_form,
             "pin_form": pin_form,
             "has_pin": profile.has_pin,
             "saved": saved,

@@ -10,6 +10,8 @@ from django.contrib.auth.hashers import check_password, make_password
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from . import theme as themes
+
 
 class TabletProfile(models.Model):
     user = models.OneToOneField(
@@ -21,6 +23,13 @@ class TabletProfile(models.Model):
     # "" follows the browser; otherwise one of settings.LANGUAGES.
     language = models.CharField(
         _("language"), max_length=8, blank=True, choices=settings.LANGUAGES
+    )
+    # "day" or "night" (tables/tablet/theme.py): every page the user opens.
+    theme = models.CharField(
+        _("theme"),
+        max_length=8,
+        default=themes.DAY,
+        choices=themes.CHOICES,
     )
     updated_at = models.DateTimeField(auto_now=True)
 
