@@ -14,13 +14,14 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
-from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from casino.roles import has_capability, works_at
 
-from ..models import Coup, Shoe
+from ..cards import SUIT_SYMBOLS, rank_keys, suit_names
+from ..models import Shoe
+from ..rollups import current_coups
 from ..services.access import read_check
 from .state import js_strings, quick_amounts, shoe_state
 from .views import refusal, tablet_view
@@ -55,22 +56,15 @@ def seat_positions(seats: int) -> list[dict]:
 
 
 def card_keys() -> tuple[list[dict], list[dict]]:
-    names = {
-        "A": (_("Ace"), _("A")),
-        "T": (_("10"), "10"),
-        "J": (_("Jack"), _("J")),
-        "Q": (_("Queen"), _("Q")),
-        "K": (_("King"), _("K")),
-    }
+    # The same labels as every card written for a person (tables/cards.py).
+    names = rank_keys()
     ranks = []
     for code in "A23456789TJQK":
         name, label = names.get(code, (code, code))
         ranks.append({"code": code, "name": name, "label": label})
+    suit = suit_names()
     suits = [
-        {"code": "S", "name": _("Spades"), "symbol": "\u2660"},
-        {"code": "H", "name": _("Hearts"), "symbol": "\u2665"},
-        {"code": "D", "name": _("Diamonds"), "symbol": "\u2666"},
-        {"code": "C", "name": _("Clubs"), "symbol": "\u2663"},
+        {"code": c, "name": suit[c], "symbol": SUIT_SYMBOLS[c]} for c in "SHDC"
     ]
     return ranks, suits
 
@@ -142,10 +136,13 @@ def recent_coups(request, shoe_id: int):
     shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=shoe_id)
     if refused := refusal(request, shoe.session, read_check):
         return refused
+    # Each coup once, as it stands now: a correction is a new revision (the
+    # old one stays, the floor's coup page shows the history), marked here.
     coups = (
-        Coup.objects.filter(shoe_id=shoe.pk)
-        .select_related("entered_by")
-        .order_by("-seq", "-revision")[:6]
+        current_coups()
+        .filter(shoe_id=shoe.pk)
+        .select_related("entered_by", "corrected_by")
+        .order_by("-seq")[:6]
     )
     return render(request, "tablet/_recent.html", {"coups": coups})
 

@@ -7,18 +7,15 @@ from decimal import Decimal, InvalidOperation
 from django import template
 from django.utils.formats import number_format
 
+from tables.cards import cards_label
+
 register = template.Library()
-
-
-SUITS = {"S": "\u2660", "H": "\u2665", "D": "\u2666", "C": "\u2663"}
 
 
 @register.filter
 def cards(codes) -> str:
-    """["TH", "KS"] -> "10♥ K♠" (the stored codes stay in the title)."""
-    return " ".join(
-        ("10" if c[0] == "T" else c[0]) + SUITS.get(c[1], c[1]) for c in codes
-    )
+    """["TH", "KS"] -> "10♥ K♠" ("10♥ R♠" in French): the pad's own labels."""
+    return cards_label(codes)
 
 
 @register.filter
