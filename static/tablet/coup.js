@@ -96,6 +96,13 @@
     return t.startsWith("-") ? -cents : cents;
   }
 
+  /** A coup's result in the one wording (tables/wording.py, its strings
+   *  come from the same catalogue): "Banker wins 7 to 5", "Tie at 6". */
+  function resultText(outcome, p, b) {
+    const template = T["result_" + outcome];
+    return template ? fmt(template, { p: p, b: b }) : String(outcome);
+  }
+
   function cardText(code) {
     return (RANK_LABEL[code[0]] || code[0]) + SUIT_SYMBOL[code[1]];
   }
@@ -680,16 +687,30 @@
 
   // ---- results -------------------------------------------------------------------
 
+  /** Where the bank went (RULES.md, "Stakes, coverage and the garage"): the
+   *  part of the bank no stake covered is the garage, withdrawn by the
+   *  banker; only the covered part was at risk. Without it a bank of 2,000
+   *  carried forward as 975 after a banker win reads as a loss. */
+  function garageNote(r) {
+    if (r.garage === null || r.garage === undefined || r.garage <= 0) return null;
+    const v = { garage: money(r.garage), after: money(r.bank_after) };
+    if (r.outcome === "banker") {
+      return fmt(T.garage_note_banker, Object.assign(v, { total: money(r.bank_after + r.garage) }));
+    }
+    if (r.outcome === "punter") return fmt(T.garage_note_punter, v);
+    return fmt(T.garage_note_tie, v);
+  }
+
   function resultPanel(r) {
-    // r: {seq, outcome, punter_total, banker_total, commission, bank_after,
-    //     next_banker_seat, cards_left, stakes:[{label, payout}], findings, by,
-    //     provisional}
-    const key = "outcome_" + r.outcome;
+    // r: {seq, outcome, punter_total, banker_total, bank_before, covered,
+    //     garage, commission, bank_after, next_banker_seat, cards_left,
+    //     stakes:[{label, payout}], findings, by, provisional}; money in cents
     const head = fmt(T.coup_n, { n: r.seq }) + " \u00b7 " +
-      fmt(T[key], { p: r.punter_total, b: r.banker_total });
+      resultText(r.outcome, r.punter_total, r.banker_total);
     const box = el("div", { class: "result-box outcome-" + r.outcome, "data-seq": String(r.seq), "data-state": r.provisional ? "waiting" : "recorded" });
     box.append(el("h3", { text: head }));
     if (r.provisional) box.append(el("p", { class: "provisional", text: T.provisional }));
+    if (r.outcome === "tie") box.append(el("p", { class: "tie-note", text: T.tie_stakes_stay }));
     if (r.findings && r.findings.length) {
       const ul = el("ul", { class: "findings", "aria-label": T.findings });
       r.findings.forEach((f) => ul.append(el("li", { text: f })));
@@ -699,10 +720,16 @@
     const add = (dt, dd, cls) => {
       dl.append(el("dt", { text: dt }), el("dd", { text: dd, class: cls || "" }));
     };
+    const known = (x) => x !== null && x !== undefined;
+    if (known(r.bank_before)) add(T.bank_before, money(r.bank_before));
+    if (known(r.covered)) add(T.covered_at_risk, money(r.covered));
+    if (known(r.garage)) add(T.garage_withdrawn, money(r.garage));
     add(T.commission, money(r.commission));
-    add(T.bank_carried, money(r.bank_after));
+    add(T.bank_carried, money(r.bank_after), "carried");
     add(T.cards_left, String(r.cards_left), r.cards_left < 7 ? "warn" : "");
     box.append(dl);
+    const note = garageNote(r);
+    if (note) box.append(el("p", { class: "garage-note", text: note }));
     if (r.stakes.length) {
       const ul = el("ul", { class: "payouts", "aria-label": T.payouts });
       r.stakes.forEach((s) =>
@@ -725,6 +752,29 @@
     $("result").replaceChildren(box);
   }
 
+  const centsOrNull = (x) => (x === null || x === undefined ? null : C.toCents(x));
+
+  /** The state's last_coup (tables/tablet/state.py coup_summary). */
+  function fromSummary(last) {
+    return {
+      seq: last.seq,
+      outcome: last.outcome,
+      punter_total: last.punter_total,
+      banker_total: last.banker_total,
+      bank_before: centsOrNull(last.bank_before),
+      covered: centsOrNull(last.covered),
+      garage: centsOrNull(last.garage),
+      commission: C.toCents(last.commission),
+      bank_after: C.toCents(last.bank_after),
+      next_banker_seat: last.next_banker_seat,
+      cards_left: last.cards_left,
+      stakes: [],
+      findings: [],
+      by: last.entered_by,
+      provisional: false,
+    };
+  }
+
   function fromServer(coup) {
     const totals = { p: coup.punter_total, b: coup.banker_total };
     return {
@@ -732,6 +782,9 @@
       outcome: coup.outcome,
       punter_total: coup.punter_total,
       banker_total: coup.banker_total,
+      bank_before: centsOrNull(coup.bank_before),
+      covered: centsOrNull(coup.covered),
+      garage: centsOrNull(coup.garage),
       commission: C.toCents(coup.commission),
       bank_after: C.toCents(coup.bank_after),
       next_banker_seat: coup.next_banker_seat,
@@ -760,6 +813,9 @@
       outcome: verdict.outcome,
       punter_total: verdict.punter_total,
       banker_total: verdict.banker_total,
+      bank_before: view.bank,
+      covered: cov.covered,
+      garage: cov.garage,
       commission: st.commission,
       bank_after: st.bank_after,
       turn_ends: st.turn_ends,
@@ -955,24 +1011,11 @@
             user: last.entered_by,
             punter: last.punter_cards.map(cardText).join(" "),
             banker: last.banker_cards.map(cardText).join(" "),
-            outcome: T["outcome_word_" + last.outcome],
+            outcome: resultText(last.outcome, last.punter_total, last.banker_total),
           })
         : "";
       if (last) {
-        resultPanel({
-          seq: last.seq,
-          outcome: last.outcome,
-          punter_total: last.punter_total,
-          banker_total: last.banker_total,
-          commission: C.toCents(last.commission),
-          bank_after: C.toCents(last.bank_after),
-          next_banker_seat: last.next_banker_seat,
-          cards_left: last.cards_left,
-          stakes: [],
-          findings: [],
-          by: last.entered_by,
-          provisional: false,
-        });
+        resultPanel(fromSummary(last));
       }
       resend.hidden = false;
       resend.textContent = T.resend;
@@ -1258,21 +1301,7 @@
   const waiting = mine(queue()).filter((e) => e.body.expected_seq >= S.shoe.next_seq);
   if (waiting.length) showProvisional(waiting[waiting.length - 1]);
   else if (S.last_coup) {
-    const last = S.last_coup;
-    resultPanel({
-      seq: last.seq,
-      outcome: last.outcome,
-      punter_total: last.punter_total,
-      banker_total: last.banker_total,
-      commission: C.toCents(last.commission),
-      bank_after: C.toCents(last.bank_after),
-      next_banker_seat: last.next_banker_seat,
-      cards_left: last.cards_left,
-      stakes: [],
-      findings: [],
-      by: last.entered_by,
-      provisional: false,
-    });
+    resultPanel(fromSummary(S.last_coup));
   }
   render();
   flush();
@@ -1282,6 +1311,7 @@
     render: render,
     flush: flush,
     findingText: findingText,
+    resultText: resultText,
     clearPad: function () {
       clearCards();
       hideAlert();

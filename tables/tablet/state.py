@@ -14,6 +14,7 @@ from django.utils.translation import pgettext
 
 from ..models import BankerTurn, Coup, Shoe
 from ..services import next_seat, passed_bank_offer
+from ..wording import result_strings
 
 
 def _money(value: Decimal | None) -> str | None:
@@ -32,7 +33,9 @@ def coup_summary(coup: Coup | None) -> dict | None:
         "banker_total": coup.banker_total,
         "outcome": coup.outcome,
         "natural": coup.natural or None,
+        "bank_before": _money(coup.bank_before),
         "covered": _money(coup.covered),
+        "garage": _money(coup.garage),
         "commission": _money(coup.commission),
         "bank_after": _money(coup.bank_after),
         "next_banker_seat": coup.next_banker_seat,
@@ -209,14 +212,28 @@ def js_strings() -> dict[str, str]:
         "announce_banco_avec": _("banco avec"),
         "announce_suivi": _("suivi"),
         # outcome
-        "outcome_banker": _("Banker wins {b} to {p}"),
-        "outcome_punter": _("Punter wins {p} to {b}"),
-        "outcome_tie": _("Tie at {p}: the stakes stay"),
+        # results: one wording (tables.wording), resultText() in coup.js
+        **result_strings(),
+        "tie_stakes_stay": _("The stakes stay on the table for the next coup."),
         "coup_n": _("Coup {n}"),
         "commission": _("Commission"),
         "payouts": _("Payouts"),
         "payout_seat": _("Seat {n}"),
         "bank_carried": _("Bank carried forward"),
+        "bank_before": _("Bank"),
+        "covered_at_risk": _("Covered (at risk)"),
+        "garage_withdrawn": _("Garage (withdrawn by the banker)"),
+        "garage_note_banker": _(
+            "The banker wins: {after} carried forward, plus his garage of "
+            "{garage}: {total} in all."
+        ),
+        "garage_note_punter": _(
+            "The bank is lost; the banker keeps his garage of {garage}."
+        ),
+        "garage_note_tie": _(
+            "The garage of {garage} goes back to the banker: the bank stands "
+            "at {after}."
+        ),
         "bank_lost": _("The bank is lost: the shoe passes to seat {n}."),
         "open_next_bank": _("Open the next bank"),
         "cards_left": _("Cards left in the shoe"),
@@ -235,7 +252,7 @@ def js_strings() -> dict[str, str]:
         "online": _("Online"),
         "moved_on": _("The shoe moved on: here is the latest coup."),
         "moved_on_detail": _(
-            "Coup {seq} was recorded by {user}: {punter} / {banker}, {outcome}."
+            "Coup {seq} was recorded by {user}: {punter} / {banker}. {outcome}."
         ),
         "resend": _("Record mine after it"),
         "discard": _("Discard mine"),
@@ -281,7 +298,4 @@ def js_strings() -> dict[str, str]:
         "no_target": _("Choose who takes the next card."),
         "undo_nothing": _("Nothing to undo."),
         "shoe_empty": _("Only {n} cards left in the shoe."),
-        "outcome_word_banker": _("banker wins"),
-        "outcome_word_punter": _("punter wins"),
-        "outcome_word_tie": _("tie"),
     }
