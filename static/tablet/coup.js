@@ -107,6 +107,12 @@
     return (RANK_LABEL[code[0]] || code[0]) + SUIT_SYMBOL[code[1]];
   }
 
+  /** "KH" -> "king of hearts" / "roi de cœur" (tables/cards.py card_name). */
+  function cardName(code) {
+    const rank = T["card_rank_" + code[0]] || (code[0] === "T" ? "10" : code[0]);
+    return fmt(T.card_name, { rank: rank, suit: T["card_suit_" + code[1]] || code[1] });
+  }
+
   // ---- the queue (localStorage: survives a reload and a dead battery) -------
 
   function queue() {
@@ -435,7 +441,7 @@
     }
     if (f.code === "draw_after_natural" && totals) {
       const total = f.natural === "punter" ? totals.p : totals.b;
-      return fmt(T["dan_" + f.side + "_" + f.natural], { card: f.card, total: total });
+      return fmt(T["dan_" + f.side + "_" + f.natural], { card: cardText(f.card), total: total });
     }
     return f.message || f.code;
   }
@@ -574,7 +580,7 @@
       if (code) slot.classList.add("filled", "suit-" + code[1]);
       if (s === t) slot.classList.add("target");
       const base = T["slot_" + s];
-      slot.setAttribute("aria-label", code ? base + ": " + code : base);
+      slot.setAttribute("aria-label", code ? base + ": " + cardName(code) : base);
     }
     const p = hand("p");
     const b = hand("b");

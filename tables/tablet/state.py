@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from ..cards import card_strings
 from ..models import BankerTurn, Coup, Shoe
 from ..services import next_seat, passed_bank_offer
 from ..wording import result_strings
@@ -298,4 +299,6 @@ def js_strings() -> dict[str, str]:
         "no_target": _("Choose who takes the next card."),
         "undo_nothing": _("Nothing to undo."),
         "shoe_empty": _("Only {n} cards left in the shoe."),
+        # a card in words, for screen readers (tables/cards.py)
+        **card_strings(),
     }

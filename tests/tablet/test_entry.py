@@ -114,10 +114,18 @@ def test_keypad_entry(page, live_server, signed_in, ready_turn, croupier):
     page.keyboard.type("kd")
     page.keyboard.type("5c")  # a mistake...
     page.keyboard.press("Backspace")  # ...undone
-    expect(page.get_by_role("img", name="punter's second card")).not_to_have_attribute(
-        "aria-label", "punter's second card: 5C"
+    second = page.locator("#slot-p2")
+    # A card is named in words for a screen reader, never by its code.
+    expect(page.locator("#slot-b1")).to_have_attribute(
+        "aria-label", "banker's first card: king of diamonds"
+    )
+    expect(second).not_to_have_attribute(
+        "aria-label", "punter's second card: 5 of clubs"
     )
     page.keyboard.type("10s")
+    expect(second).to_have_attribute(
+        "aria-label", "punter's second card: 10 of spades"
+    )
     page.keyboard.type("3c")
     expect(page.get_by_role("status", name="Guidance")).to_contain_text(
         "Natural 9 for the punter"
