@@ -3,11 +3,29 @@ request fields. DRF imports them while it imports its own views, so this
 module must not import those views back."""
 
 import re
+from decimal import Decimal
 
 from django.conf import settings
-from rest_framework import parsers, serializers
+from rest_framework import parsers, renderers, serializers
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.utils.encoders import JSONEncoder
+
+
+class DecimalAsTextEncoder(JSONEncoder):
+    """Every Decimal leaves as a string ("8072.10", not 8072.1): money and
+    exact rates stay exact for the reader, whichever view built the body (a
+    serializer's DecimalField already does so; a dict built by hand, a
+    report's rows, did not: DRF's own encoder turns a Decimal into a float)."""
+
+    def default(self, obj):
+        if isinstance(obj, Decimal):
+            return str(obj)
+        return super().default(obj)
+
+
+class JSONRenderer(renderers.JSONRenderer):
+    encoder_class = DecimalAsTextEncoder
 
 
 class Pagination(LimitOffsetPagination):

@@ -331,6 +331,11 @@ REST_FRAMEWORK = {
     # bodies get a 415 instead of HTML-form semantics (an empty field taking
     # its default) and a browser form cannot post to the API cross-site.
     "DEFAULT_PARSER_CLASSES": ["casino.drf.JSONParser"],
+    # Decimals leave as strings, in every body (casino/drf.py).
+    "DEFAULT_RENDERER_CLASSES": [
+        "casino.drf.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "casino.api.exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,

@@ -4,7 +4,6 @@ serialize. Permissions come from casino.access.ROUTES (ByRoute)."""
 from __future__ import annotations
 
 from datetime import date, timedelta
-from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
@@ -332,18 +331,8 @@ class StatsView(APIView):
                 "croupiers": stats.croupier_stats(day_from, day_to, table),
                 "seats": stats.seat_stats(day_from, day_to, table),
                 "tables": stats.table_hours(day_from, day_to, table)}
-        return Response(_decimals_as_text(s.StatsSerializer(body).data))
-
-
-def _decimals_as_text(value):
-    """Rates stay exact decimals in JSON, as money does (strings)."""
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _decimals_as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decimals_as_text(v) for v in value]
-    return value
+        # rates are exact decimals, written as strings like money (casino/drf.py)
+        return Response(s.StatsSerializer(body).data)
 
 
 class TrailFilter(filters.FilterSet):

@@ -94,7 +94,7 @@ def test_a_failed_job_shows_why(nights, manager, as_user, monkeypatch,
                                 django_capture_on_commit_callbacks):
     from audit.reports import pdf
 
-    monkeypatch.setattr(pdf, "write_pdf", lambda doc, path: 1 / 0)
+    monkeypatch.setattr(pdf, "write_pdf", lambda doc, path, **kw: 1 / 0)
     api = as_user(manager)
     r = request_report(api, django_capture_on_commit_callbacks, format="pdf")
     assert r.status_code == 202
@@ -116,6 +116,44 @@ def test_commission_json_is_read_at_once(nights, auditor, as_user):
     assert data["house_rules"][0]["decks"] == 6
     bad = api.get(f"{URL}commission/", {"from_day": "x", "to_day": str(DAY3)})
     assert bad.status_code == 400 and "from_day" in bad.json()
+
+
+MONEY_KEYS = {"covered", "commission", "cagnotte_counted", "cagnotte_variance",
+              "expected", "band_low", "band_high", "commission_rate",
+              "commission_unit", "minimum_banco"}
+
+
+def money_values(node, path="$"):
+    """(path, value) of every money key anywhere in a JSON body."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in MONEY_KEYS and v is not None:
+                yield f"{path}.{k}", v
+            yield from money_values(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from money_values(v, f"{path}[{i}]")
+
+
+@pytest.mark.parametrize("group_by", ["table", "croupier", "gaming_day", "banker"])
+def test_commission_json_writes_money_as_decimal_strings(
+    nights, auditor, as_user, group_by
+):
+    """8072.1 is a float a reader may round; "8072.10" is the cagnotte."""
+    from decimal import Decimal
+
+    api = as_user(auditor)
+    r = api.get(f"{URL}commission/", {"from_day": str(DAY1), "to_day": str(DAY3),
+                                      "group_by": group_by})
+    assert r.status_code == 200
+    body = json.loads(r.content)  # the bytes on the wire, not r.data
+    found = list(money_values(body))
+    assert len(found) > 20
+    numbers = [(p, v) for p, v in found if not isinstance(v, str)]
+    assert not numbers, f"money as JSON numbers: {numbers[:5]}"
+    total = Decimal(body["total"]["commission"])
+    assert total == sum(Decimal(row["commission"]) for row in body["rows"])
+    assert total.as_tuple().exponent == -2
 
 
 def test_odds_endpoint(auditor, as_user):
