@@ -236,3 +236,29 @@ def test_the_checker_sees_an_untranslated_and_a_fuzzy_string():
     untranslated, fuzzy = problems(parse_po(po))
     assert untranslated == ["New string", "one", "[card] long line"]
     assert fuzzy == ["Near %s"]
+
+
+@pytest.mark.django_db
+def test_a_croupier_reads_natural_french(client, croupier):
+    # The settings page's PIN confirmation, and the pad's letters.
+    client.force_login(croupier)
+    page = client.get("/tablet/preferences/", HTTP_ACCEPT_LANGUAGE="fr")
+    html = page.content.decode()
+    assert "Saisissez à nouveau le même code PIN" in html
+    assert "encore une fois" not in html and "encore un" not in html
+    from django.utils import translation
+
+    from tables.cards import card_label, card_name, hands_name
+
+    with translation.override("fr"):
+        assert [card_label(c) for c in ("KS", "QH", "JD", "AC", "TD")] == [
+            "R♠", "D♥", "V♦", "A♣", "10♦",
+        ]
+        assert card_name("TH") == "10 de cœur"
+        assert hands_name(["TH", "6D"], ["KS"]) == (
+            "Ponte : 10 de cœur, 6 de carreau · Banquier : roi de pique"
+        )
+    with translation.override("en"):
+        assert hands_name(["TH", "6D"], ["KS"]) == (
+            "Punter: 10 of hearts, 6 of diamonds · Banker: king of spades"
+        )

@@ -4,7 +4,6 @@ the person's setting (not the tablet's browser)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.utils import translation
@@ -14,22 +13,12 @@ from tables.tablet.state import js_strings
 
 from .conftest import TRANSACTIONAL
 
-PO = Path(__file__).resolve().parents[2] / "locale" / "fr" / "LC_MESSAGES" / "django.po"
 # The same word in both languages (names of things, card codes, placeholders).
 SAME = {"{amount}", "Coup {n}", "banco solo", "suivi", "10"}
 
 
-def test_the_french_catalogue_is_complete():
-    text = PO.read_text(encoding="utf-8")
-    entries = text.split("\n\n")[1:]  # the first block is the header
-    untranslated = [
-        e for e in entries
-        if re.search(r'^msgstr(\[\d\])? ""\s*$', e.strip(), re.M)
-        and not re.search(r'^msgstr(\[\d\])? ""\n"', e, re.M)
-    ]
-    assert not untranslated, untranslated[:3]
-    assert "#, fuzzy" not in "\n\n".join(entries)
-    assert (PO.with_suffix(".mo")).exists(), "compile the catalogue (compilemessages)"
+# The catalogue's completeness (every msgid of the code, now and later, and a
+# .mo compiled from the .po): tests/test_french_catalogue.py.
 
 
 def test_every_sentence_of_the_page_script_is_translated():
