@@ -306,7 +306,52 @@
   }
 
   function stakeName(s) {
-    return s.seat !== null ? fmt(T.seat_n, { n: s.seat }) : s.standing;
+    return s.seat !== null && s.seat !== undefined ? fmt(T.seat_n, { n: s.seat }) : s.standing;
+  }
+
+  // A server refusal in the croupier's words (static/tablet/refusals.js).
+  const REFUSAL = window.ChemmyRefusals.make({
+    T: T,
+    fmt: fmt,
+    money: money,
+    toCents: C.toCents,
+    seatName: stakeName,
+  });
+
+  /** The stakes as the engine would refuse them, said before saving (the
+   *  server stays the judge: refusals.js words what it answers). */
+  function stakeProblem() {
+    const min = C.toCents(S.rules.minimum_stake);
+    const bank = view.bank;
+    const pair = [];
+    for (let i = 0; i < stakes.length; i++) {
+      const s = stakes[i];
+      const v = { who: stakeName(s), amount: money(s.amount), minimum: money(min) };
+      if (s.amount < min) return { index: i, text: fmt(T.refused_below_minimum, v) };
+      const whole = s.announcement === "banco_solo" || s.announcement === "suivi";
+      if (whole && s.amount !== bank) {
+        return {
+          index: i,
+          text: fmt(T.refused_whole_bank, {
+            who: v.who, announcement: T["announce_" + s.announcement], bank: money(bank),
+          }),
+        };
+      }
+      if (s.announcement === "banco_avec" && s.amount * 2 !== bank) {
+        return { index: i, text: fmt(T.refused_banco_avec, { who: v.who, half: money(bank / 2) }) };
+      }
+      if (s.announcement === "banco_deux") pair.push(i);
+    }
+    if (pair.length === 1) {
+      return { index: pair[0], text: fmt(T.refused_banco_deux_alone, { who: stakeName(stakes[pair[0]]) }) };
+    }
+    if (pair.length > 2) {
+      return { index: pair[2], text: fmt(T.refused_banco_deux_third, { who: stakeName(stakes[pair[2]]) }) };
+    }
+    if (pair.length === 2 && stakes[pair[0]].amount + stakes[pair[1]].amount !== bank) {
+      return { index: pair[1], text: fmt(T.refused_banco_deux_total, { bank: money(bank) }) };
+    }
+    return null;
   }
 
   function tapSeat(n) {
@@ -845,6 +890,12 @@
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);
+    const problem = stakeProblem();
+    if (problem) {
+      selected = problem.index;
+      render();
+      return showAlert(problem.text);
+    }
     if (pendingRank) pendingRank = null;
     const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
     const totals = twoCardTotals();
@@ -962,11 +1013,16 @@
         }
         if (r.status >= 500 || r.status === 429) break; // try again later
         if (r.status === 403 && data.entered_by) break; // not his: it waits
-        if (r.status === 401 || r.status === 403) {
+        if (r.status === 401 || (r.status === 403 && !data.session)) {
           showAlert(T.signed_out);
           break;
         }
-        paused = { kind: r.status === 409 && data.expected_seq ? "moved" : "refused", entry: entry, data: data };
+        paused = {
+          kind: r.status === 409 && data.expected_seq ? "moved" : "refused",
+          entry: entry,
+          data: data,
+          status: r.status,
+        };
         await showConflict();
         break;
       }
@@ -1027,8 +1083,12 @@
       resend.textContent = T.resend;
     } else {
       const d = p.data || {};
-      $("conflict-text").textContent = fmt(T.refused, { detail: d.detail || JSON.stringify(d) });
-      $("conflict-coup").textContent = "";
+      const said = REFUSAL.words(p.status, d, p.entry.body);
+      $("conflict-text").textContent = said.text;
+      $("conflict-text").dataset.refusal = said.key;
+      // the server's own words, for the pit boss (the generic line has them)
+      $("conflict-coup").textContent =
+        said.key === "refused_generic" || !d.detail ? "" : fmt(T.server_said, { detail: d.detail });
       resend.hidden = true;
     }
     $("conflict-discard").textContent = T.discard;
@@ -1283,7 +1343,7 @@
       await showConflict();
       return;
     }
-    acceptError(fmt(T.accept_refused, { detail: data.detail || String(r.status) }));
+    acceptError(fmt(T.accept_refused, { detail: REFUSAL.words(r.status, data, entry && entry.body).text }));
   }
 
   $("held-accept").addEventListener("click", openAccept);
@@ -1318,6 +1378,9 @@
     flush: flush,
     findingText: findingText,
     resultText: resultText,
+    refusalText: function (status, data, body) {
+      return REFUSAL.words(status, data, body);
+    },
     clearPad: function () {
       clearCards();
       hideAlert();

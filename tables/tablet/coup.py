@@ -32,6 +32,7 @@ ASSETS = (
     "vendor/htmx.min.js",
     "tablet/tablet.css",
     "tablet/chemmy.js",
+    "tablet/refusals.js",
     "tablet/coup.js",
     "tablet/tablet.js",
 )

@@ -258,6 +258,104 @@ def js_strings() -> dict[str, str]:
         "resend": _("Record mine after it"),
         "discard": _("Discard mine"),
         "refused": _("The server refused this coup: {detail}"),
+        # refusals in the croupier's words (static/tablet/refusals.js)
+        "refused_generic": _(
+            "The server did not take this coup ({detail}). Check the coup, or "
+            "call the pit boss."
+        ),
+        "server_said": _("Server: {detail}"),
+        "stake_n": _("Stake {n}"),
+        "refused_below_minimum": _(
+            "{who}: {amount} is below the table minimum of {minimum}. Raise the "
+            "stake or remove it."
+        ),
+        "refused_whole_bank": _(
+            "{who}: {announcement} takes the whole bank, {bank}. Set the stake "
+            "to {bank} or cancel the announcement."
+        ),
+        "refused_banco_avec": _("{who}: banco avec takes exactly half the bank, {half}."),
+        "refused_banco_deux_total": _(
+            "Banco deux: the two stakes must make up the whole bank, {bank}."
+        ),
+        "refused_banco_deux_alone": _(
+            "{who}: banco deux needs a second punter. Announce it for a second "
+            "player too, or cancel it."
+        ),
+        "refused_banco_deux_third": _(
+            "{who}: banco deux is two punters; a third cannot join."
+        ),
+        "refused_amount": _(
+            "{who}: that is not a stake the table takes (a positive amount, two "
+            "decimals at most)."
+        ),
+        "refused_seat_banker": _(
+            "{who} holds the bank: the banker does not stake against himself."
+        ),
+        "refused_seat_range": _("{who}: there is no such seat at this table."),
+        "refused_duplicate": _("{who} already has a stake: one stake per player."),
+        "refused_seat_or_standing": _(
+            "Each stake needs a seat or a standing player."
+        ),
+        "refused_announcement": _("{who}: that announcement is not known here."),
+        "refused_stakes": _("Place at least one stake, and at most 40."),
+        "refused_cards_punter": _(
+            "The punter's cards are not valid (two or three cards): check them."
+        ),
+        "refused_cards_banker": _(
+            "The banker's cards are not valid (two or three cards): check them."
+        ),
+        "refused_shoe_closed": _(
+            "This shoe is closed: the coup cannot go into it. Call the pit boss."
+        ),
+        "refused_shoe_short": _(
+            "Only {n} cards are left in the shoe: not enough for this coup. "
+            "Close the shoe."
+        ),
+        "refused_ledger_max": _(
+            "This coup's amounts go past what the ledger can hold: call the pit "
+            "boss."
+        ),
+        "refused_bank_max": _(
+            "The bank has grown past what the ledger can hold: pass the bank and "
+            "open a new one."
+        ),
+        "refused_key": _(
+            "This tablet already sent a different coup under the same key: call "
+            "the pit boss."
+        ),
+        "refused_not_yours": _(
+            "This coup was entered by {name}: it is sent when {name} signs in, "
+            "or a pit boss accepts it."
+        ),
+        "refused_key_bad": _(
+            "The tablet's key for this coup is not valid: call the pit boss."
+        ),
+        "refused_author_unknown": _(
+            "The croupier who entered this coup is not known here: call the pit "
+            "boss."
+        ),
+        "refused_clock": _(
+            "The tablet's clock gave a time the server cannot read: call the pit "
+            "boss."
+        ),
+        "refused_declared_bank": _("The declared bank is not a valid amount."),
+        "refused_not_your_table": _(
+            "You are not the croupier of this session: a pit boss hands the "
+            "table over, or take it over as the relief."
+        ),
+        "refused_not_found": _(
+            "The server does not know this shoe any more: call the pit boss."
+        ),
+        "refused_role": _("Your role may not record coups: call the pit boss."),
+        "refused_password": _("Unknown user name or wrong password."),
+        "refused_own_coups": _(
+            "These are your own coups: unlock the tablet under your name and "
+            "they are sent."
+        ),
+        "refused_not_pitboss": _(
+            "{name} is not a pit boss: only a pit boss accepts coups on a "
+            "croupier's behalf."
+        ),
         "signed_out": _(
             "You are signed out: sign in again, the waiting coups will be sent."
         ),

@@ -140,8 +140,9 @@ def test_queued_coups_wait_for_the_croupier_who_entered_them(
     dialog.get_by_label("Reason").fill(REASON)
     shot(page, "tablet-pit-boss-accepts-for-a-croupier-landscape")
     dialog.get_by_role("button", name="Accept the coups").click()
-    expect(dialog.get_by_role("alert")).to_contain_text(
-        "unknown user or wrong password"
+    # the refusal in the croupier's words (static/tablet/refusals.js)
+    expect(dialog.get_by_role("alert")).to_have_text(
+        "Not accepted: Unknown user name or wrong password."
     )
     assert Coup.objects.count() == 2
     dialog.get_by_label("Pit boss's password").fill("pw-pitboss1")
