@@ -38,6 +38,16 @@ IGNORE = ["static/vendor/*", "__pycache__", "migrations"]
 # djangojs domain, checked the same way should one appear.
 DOMAINS = ["django", "djangojs"]
 TOOLS = ["xgettext", "msgmerge", "msgfmt"]
+# Run from the repository: what the copy above leaves out is ignored there.
+REFRESH = (
+    "To bring them into the catalogue, then translate them and compile:\n"
+    "  .venv/bin/python manage.py makemessages -l fr "
+    + " ".join(
+        f"--ignore '{p}'"
+        for p in [*IGNORE, "tests/*", "bench/*", "docs/*", "var/*"]
+    )
+    + "\n  .venv/bin/python manage.py compilemessages -l fr"
+)
 
 
 @dataclass
@@ -160,7 +170,7 @@ def test_every_string_of_the_code_is_translated_into_french(fresh_catalogue):
         if untranslated:
             report.append(
                 f"{domain}: {len(untranslated)} untranslated msgid(s) "
-                "(add them to locale/fr/LC_MESSAGES/" + domain + ".po):\n  "
+                "(not in locale/fr/LC_MESSAGES/" + domain + ".po, or empty there):\n  "
                 + "\n  ".join(repr(m) for m in untranslated)
             )
         if fuzzy:
@@ -168,7 +178,7 @@ def test_every_string_of_the_code_is_translated_into_french(fresh_catalogue):
                 f"{domain}: {len(fuzzy)} fuzzy msgid(s) (review, then drop the "
                 "fuzzy flag):\n  " + "\n  ".join(repr(m) for m in fuzzy)
             )
-    assert not report, "\n".join(report)
+    assert not report, "\n".join([*report, REFRESH])
 
 
 def test_the_committed_catalogue_has_no_untranslated_or_fuzzy_entry():
