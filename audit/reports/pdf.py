@@ -84,11 +84,14 @@ def _mark(cells: list[dict], names: list[bool]) -> list[dict]:
     return [{**c, "name": name} for c, name in zip(cells, names, strict=True)]
 
 
-def render_html(doc: Document) -> str:
+def render_html(doc: Document, progress=None) -> str:
     chart = None
     if doc.report is not None:
         svg = commission_chart_svg(doc.report).encode()
         chart = "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
+    from .writers import Counter
+
+    count = Counter(progress)
     sheets = []
     for s in doc.sheets:
         names = _names(s.columns)
@@ -104,14 +107,17 @@ def render_html(doc: Document) -> str:
                       if s.total is not None else None),
             "wide": len(s.columns) > 10,
         })
+        for _ in s.rows:  # the rows are laid out: each one counts
+            count.row()
+        count.sheet_done()
     return render_to_string("reports/pdf.html", {
         "doc": doc, "stamp": doc.stamp, "sheets": sheets, "chart": chart,
         "rules": [rules_text(r) for r in doc.stamp["house_rules"]],
     })
 
 
-def write_pdf(doc: Document, path) -> int:
+def write_pdf(doc: Document, path, progress=None) -> int:
     from weasyprint import HTML
 
-    HTML(string=render_html(doc)).write_pdf(str(path))
+    HTML(string=render_html(doc, progress)).write_pdf(str(path))
     return sum(len(s.rows) for s in doc.sheets)

@@ -128,7 +128,9 @@ def report_dispatch(*, job: ReportJob) -> bool:
 
 def report_progress(job_id: int, *, rows: int, expected: int,
                     attempt: int | None = None) -> None:
-    percent = min(99, rows * 100 // expected) if expected else 50
+    # 100 % is the job done (the file in place): until then at most 99; a
+    # report with no rows to write has only its file left to finish.
+    percent = min(99, rows * 100 // expected) if expected else 99
     jobs = ReportJob.objects.filter(pk=job_id)
     if attempt is not None:  # a superseded attempt does not report
         jobs = jobs.filter(attempts=attempt)
@@ -146,11 +148,11 @@ def _claim(job_id: int) -> ReportJob | None:
         for stale in _folder().glob(f".{glob.escape(job.filename)}.*.tmp"):
             stale.unlink(missing_ok=True)
         job.status, job.started_at = Status.RUNNING, timezone.now()
-        job.percent = job.rows = 0
+        job.percent = job.rows = job.rows_expected = 0
         job.attempts += 1
         job.error = ""
         job.save(update_fields=["status", "started_at", "percent", "rows",
-                                "attempts", "error"])
+                                "rows_expected", "attempts", "error"])
         return job
 
 
@@ -256,11 +258,16 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
     build = (sheets.commission_document if job.kind == ReportJob.Kind.COMMISSION
              else sheets.findings_document)
     doc = build(params=job.params, user=user)
-    report_progress(job.pk, rows=0, expected=0,  # data read: half way
-                    attempt=job.attempts)
+    # The data is read: the rows to write are known before the first is
+    # written, and progress is counted against them as the writer goes.
+    expected = sum(len(s.rows) for s in doc.sheets)
+    ReportJob.objects.filter(pk=job.pk, attempts=job.attempts).update(
+        rows_expected=expected)
     writer = {"csv": writers.write_csv, "xlsx": writers.write_xlsx,
               "pdf": pdf.write_pdf}[job.format]
-    return writer(doc, path), doc.stamp
+    rows = writer(doc, path, progress=lambda n: report_progress(
+        job.pk, rows=n, expected=expected, attempt=job.attempts))
+    return rows, doc.stamp
 
 
 def _rules(params: dict) -> list[dict]:

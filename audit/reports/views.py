@@ -7,6 +7,7 @@ from a small JSON view every second or two.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
 from functools import wraps
 
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_POST
 from casino.api import parse_id
 from casino.roles import has_capability
 from tables.errors import ServiceError
-from tables.models import Table, TableauVersion
+from tables.models import HouseRules, Table, TableauVersion
 from tables.services import gaming_day_for
 
 from . import reaudit as reaudit_services
@@ -32,6 +33,7 @@ from .odds import compute_odds
 from .selectors import GROUPS, commission_report
 
 ACTIVE = (Status.QUEUED, Status.RUNNING)
+DEFAULT_CUTOFF = HouseRules._meta.get_field("gaming_day_cutoff").default
 
 
 def capability(cap: str):
@@ -48,8 +50,15 @@ def capability(cap: str):
     return deco
 
 
-def _today():
-    return gaming_day_for(timezone.now(), 6)
+def current_gaming_day() -> tuple:
+    """(the gaming day in progress, its cut-off hour): at 04:00 it is still
+    the day that began at the previous morning's cut-off. The cut-off is the
+    house rule most active tables play (a house rule, default 06:00)."""
+    cutoffs = Counter(
+        Table.objects.filter(active=True, rules__isnull=False)
+        .values_list("rules__gaming_day_cutoff", flat=True))
+    cutoff = cutoffs.most_common(1)[0][0] if cutoffs else DEFAULT_CUTOFF
+    return gaming_day_for(timezone.now(), cutoff), cutoff
 
 
 def table_odds() -> list[dict]:
@@ -74,7 +83,7 @@ def table_odds() -> list[dict]:
 
 @capability("report.read")
 def dashboard(request):
-    to_day = _today()
+    to_day, cutoff = current_gaming_day()
     from_day = to_day - timedelta(days=29)
     by_day = commission_report(from_day=from_day, to_day=to_day, group_by="gaming_day")
     by_table = commission_report(from_day=from_day, to_day=to_day, group_by="table")
@@ -90,6 +99,7 @@ def dashboard(request):
     }
     return render(request, "reports/dashboard.html", {
         "from_day": from_day, "to_day": to_day, "total": by_day.total,
+        "gaming_day": to_day, "cutoff": f"{cutoff:02d}:00",
         "flagged": by_day.flagged, "chart": chart,
         "jobs": ReportJob.objects.select_related("requested_by")[:12],
         "running": ReportJob.objects.filter(status__in=ACTIVE)[:20],
@@ -145,7 +155,8 @@ def progress(request):
         status__in=ACTIVE)[:20]
     return JsonResponse({
         "jobs": [{"id": j.pk, "status": j.status, "percent": j.percent,
-                  "rows": j.rows, "error": j.error} for j in jobs],
+                  "rows": j.rows, "rows_expected": j.rows_expected,
+                  "error": j.error} for j in jobs],
         "runs": [{"id": r.pk, "status": r.status, "percent": r.percent,
                   "coups": r.coups_checked, "chunks": r.chunks_done,
                   "chunks_total": r.chunks_total, "error": r.error}

@@ -9,6 +9,7 @@ numeric cells with number formats (never text), so finance can add them up.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from decimal import Decimal
 
 import xlsxwriter
@@ -16,6 +17,27 @@ import xlsxwriter
 from .sheets import DECIMAL, FLAG, INT, MONEY, Document, rules_text
 
 NUMBER_FORMATS = {INT: "#,##0", MONEY: "#,##0.00", DECIMAL: "0.00"}
+Progress = Callable[[int], None] | None
+
+
+class Counter:
+    """Rows written so far, told to `progress` every detail.PROGRESS_EVERY
+    rows and at the end of each sheet (a database write per row would cost
+    more than the row)."""
+
+    def __init__(self, progress: Progress) -> None:
+        from . import detail
+
+        self.progress, self.every, self.rows = progress, detail.PROGRESS_EVERY, 0
+
+    def row(self) -> None:
+        self.rows += 1
+        if self.progress is not None and self.rows % self.every == 0:
+            self.progress(self.rows)
+
+    def sheet_done(self) -> None:
+        if self.progress is not None and self.rows % self.every:
+            self.progress(self.rows)
 
 
 def stamp_lines(stamp: dict) -> list[tuple[str, str]]:
@@ -43,8 +65,8 @@ def _text(value) -> str:
     return str(value)
 
 
-def write_csv(doc: Document, path) -> int:
-    rows = 0
+def write_csv(doc: Document, path, progress: Progress = None) -> int:
+    count = Counter(progress)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         for key, value in stamp_lines(doc.stamp):
@@ -55,14 +77,15 @@ def write_csv(doc: Document, path) -> int:
             w.writerow([c.header for c in sheet.columns])
             for row in sheet.rows:
                 w.writerow([_text(v) for v in row])
-                rows += 1
+                count.row()
             if sheet.total is not None:
                 w.writerow([_text(v) for v in sheet.total])
-    return rows
+            count.sheet_done()
+    return count.rows
 
 
-def write_xlsx(doc: Document, path) -> int:
-    rows = 0
+def write_xlsx(doc: Document, path, progress: Progress = None) -> int:
+    count = Counter(progress)
     wb = xlsxwriter.Workbook(str(path))
     bold = wb.add_format({"bold": True})
     title = wb.add_format({"bold": True, "font_size": 14})
@@ -91,7 +114,7 @@ def write_xlsx(doc: Document, path) -> int:
         ws.freeze_panes(header_row + 1, 1)
         for row in sheet.rows:
             r += 1
-            rows += 1
+            count.row()
             _write_row(ws, r, sheet.columns, row, formats, None, flag)
         if sheet.total is not None:
             r += 1
@@ -100,8 +123,9 @@ def write_xlsx(doc: Document, path) -> int:
         if sheet.rows:
             ws.autofilter(header_row, 0, header_row + len(sheet.rows),
                           len(sheet.columns) - 1)
+        count.sheet_done()
     wb.close()
-    return rows
+    return count.rows
 
 
 def _write_row(ws, r, columns, values, formats, text_format, flag) -> None:

@@ -55,6 +55,8 @@
             if (bar) bar.style.width = j.percent + "%";
             if (pct) pct.textContent = j.percent;
             if (rowsEl) rowsEl.textContent = j.rows;
+            var expEl = el.querySelector(".expected");
+            if (expEl && j.rows_expected) expEl.textContent = j.rows_expected;
             if (st) { st.textContent = j.status; st.className = "status " + j.status; }
             if (j.status === "queued" || j.status === "running") again = true;
             else if (el.dataset.live) { window.location.reload(); }

@@ -145,7 +145,7 @@ def test_a_failed_build_says_why(nights, manager, monkeypatch,
                                  django_capture_on_commit_callbacks):
     from audit.reports import writers
 
-    def broken(doc, path):
+    def broken(doc, path, **kw):
         raise OSError("disk full")
 
     monkeypatch.setattr(writers, "write_csv", broken)
