@@ -146,7 +146,7 @@ def flag_queue(f: QueueFilter) -> QuerySet[Flag]:
     """Flags sorted by severity, then age (oldest first)."""
     return (
         Flag.objects.filter(**f.lookups())
-        .select_related("table", "croupier", "coup", "session", "shoe")
+        .select_related("table", "croupier", "coup", "session", "shoe", "finding")
         .annotate(sev=SEVERITY_ORDER)
         .order_by("sev", "raised_at", "pk")
     )

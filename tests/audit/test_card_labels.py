@@ -166,3 +166,6 @@ def test_the_floor_shows_findings_in_the_readers_language(
     flag = Flag.objects.get(finding=finding)
     html = page(client, pitboss, f"/floor/flags/{flag.pk}/", "fr")
     assert f"<strong>{wanted}" in html
+    html = page(client, pitboss, "/floor/queue/", "fr")
+    assert "Le ponte a reçu une troisième carte (D♥)" in html
+    assert finding.message[:40] not in html
