@@ -93,3 +93,28 @@ def finding_text(finding, coup=None) -> str:
     except (KeyError, TypeError, ValueError):  # an older detail's shape
         text = None
     return text or finding.message
+
+
+def side_word(value: str) -> str:
+    """A stored side ("punter", "banker", a natural's) as a word."""
+    words = {"punter": _("punter"), "banker": _("banker")}
+    return words.get(value, value)
+
+
+def choice_word(value: str) -> str:
+    """A stored choice at an optional cell ("draw", "stand") as a word."""
+    words = {"draw": _("drew"), "stand": _("stood")}
+    return words.get(value, value)
+
+
+def announcement_word(value: str) -> str:
+    """A stake's stored announcement ("banco_solo"...) as the tablet's button
+    says it; none is a dash."""
+    words = {
+        "none": "—",
+        "suivi": _("Suivi"),
+        "banco_solo": _("Banco solo"),
+        "banco_deux": _("Banco deux"),
+        "banco_avec": _("Banco avec"),
+    }
+    return words.get(value, value)

@@ -34,7 +34,8 @@ def page(client, user, url, language):
 
 def shown(html: str) -> str:
     """The text a person reads: tags and attributes dropped."""
-    return re.sub(r"<[^>]+>", " ", html)
+    html = re.sub(r"<(style|script)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
 @pytest.mark.parametrize(
@@ -169,3 +170,13 @@ def test_the_floor_shows_findings_in_the_readers_language(
     html = page(client, pitboss, "/floor/queue/", "fr")
     assert "Le ponte a reçu une troisième carte (D♥)" in html
     assert finding.message[:40] not in html
+
+
+def test_the_coup_page_words_stored_values(client, pitboss, shoe, turn, deal):
+    # a natural, a punter's choice at 5, an announcement: words, not codes
+    coup = deal(shoe, (["2H", "3D"], ["8C", "TS"]), [stake("100")])
+    chose = deal(shoe, (["2H", "3D"], ["3C", "TS"]), [stake("100")])
+    for c, wanted in [(coup, r"naturel ?: banquier"), (chose, r"à 5 ?: est resté")]:
+        text = shown(page(client, pitboss, f"/floor/coups/{c.pk}/", "fr"))
+        assert re.search(wanted, text), text
+        assert not re.search(r"\b(none|banker|punter|stand|draw)\b", text)

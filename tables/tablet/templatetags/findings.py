@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from tables.finding_words import finding_text as _finding_text
+from tables import finding_words as fw
 
 register = template.Library()
 
@@ -15,4 +15,19 @@ def finding_text(finding, coup=None) -> str:
     """{{ f|finding_text:coup }}: "Le banquier est resté à 5 contre un 6…"."""
     if finding is None:
         return ""
-    return _finding_text(finding, coup)
+    return fw.finding_text(finding, coup)
+
+
+@register.filter
+def side_word(value) -> str:
+    return fw.side_word(value)
+
+
+@register.filter
+def choice_word(value) -> str:
+    return fw.choice_word(value)
+
+
+@register.filter
+def announcement_word(value) -> str:
+    return fw.announcement_word(value)
