@@ -100,6 +100,46 @@ class HouseRules(AppendOnlyModel):
     gaming_day_cutoff = models.PositiveSmallIntegerField(
         default=6, validators=[MaxValueValidator(23)]
     )
+
+    # docs/rules.md, "House rules": the variants, each at its default here.
+    # A field at its default is left out of a row's trail digest, so these
+    # leave every earlier version's digest as it was.
+    class Rounding(models.TextChoices):
+        HALF_UP = "half_up", "half up"
+        HALF_EVEN = "half_even", "half even"
+        DOWN = "down", "down (toward zero)"
+
+    class Tie(models.TextChoices):
+        STAY = "stay", "the stakes stay for the next coup"
+        RETURNED = "returned", "the stakes are returned"
+
+    class CoverRule(models.TextChoices):
+        PARTIAL = "partial", "partial: covered up to what is left"
+        ALL_OR_NOTHING = "all_or_nothing", "all or nothing"
+
+    class Choice(models.TextChoices):
+        FREE = "free", "free"
+        DRAW = "draw", "draw"
+        STAND = "stand", "stand"
+
+    commission_rounding = models.CharField(
+        max_length=10, choices=Rounding.choices, default=Rounding.HALF_UP
+    )
+    tie_rule = models.CharField(max_length=10, choices=Tie.choices, default=Tie.STAY)
+    cover_rule = models.CharField(
+        max_length=16, choices=CoverRule.choices, default=CoverRule.PARTIAL
+    )
+    maximum_bank = models.DecimalField(**MONEY, null=True, blank=True, default=None)
+    punter_five = models.CharField(
+        max_length=5, choices=Choice.choices, default=Choice.FREE
+    )
+    # {"3/9": "draw", ...}: the banker's optional cells the house prescribes;
+    # None (not {}) when none is, so the default stays out of the digest.
+    banker_prescriptions = models.JSONField(null=True, blank=True, default=None)
+    hold_on_error = models.BooleanField(default=False)
+    # The first gaming day this version may be played on (None: from the
+    # table's next session). Never earlier than the day it was written.
+    effective_from = models.DateField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
@@ -114,6 +154,32 @@ class HouseRules(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.table} rules v{self.version}"
+
+    # -- as the engine takes them (tables.chemmy keeps no Django) -------------
+
+    def cover_args(self) -> dict:
+        return {"cover": self.cover_rule, "maximum_bank": self.maximum_bank}
+
+    def settle_args(self) -> dict:
+        from .chemmy import rounding_mode
+
+        return {
+            "commission_rate": self.commission_rate,
+            "commission_unit": self.commission_unit,
+            "rounding": rounding_mode(self.commission_rounding),
+        }
+
+    @property
+    def prescriptions(self):
+        from .chemmy import Prescriptions
+
+        cached = self.__dict__.get("_prescriptions")
+        if cached is None:
+            cached = Prescriptions(
+                punter_five=self.punter_five, banker=self.banker_prescriptions or {}
+            )
+            self.__dict__["_prescriptions"] = cached
+        return cached
 
 
 class TableSession(models.Model):
@@ -140,6 +206,11 @@ class TableSession(models.Model):
         on_delete=models.PROTECT,
         related_name="+",
     )
+    # The house rules in force for the whole session: a change made while it
+    # is open applies from the next one (docs/rules.md, "House rules").
+    rules = models.ForeignKey(
+        "HouseRules", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["-opened_at"]
@@ -154,6 +225,12 @@ class TableSession(models.Model):
     @property
     def is_open(self) -> bool:
         return self.closed_at is None
+
+    @property
+    def house_rules(self) -> HouseRules:
+        """The version this session plays (pinned when it opened; a session
+        from before versions were pinned plays its table's)."""
+        return self.rules if self.rules_id else self.table.rules
 
     def __str__(self) -> str:
         return f"{self.table} {self.gaming_day}"

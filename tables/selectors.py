@@ -45,13 +45,9 @@ def coup_resettle(coup: Coup, bank: chemmy.Decimal | None = None) -> chemmy.Sett
         minimum_banco=rules.minimum_banco,
         # suivi was checked when the coup was recorded; re-check priorities only
         suivi_seat=next((s.seat for s in stakes if s.announcement == "suivi"), None),
+        **rules.cover_args(),
     )
-    return chemmy.settle(
-        verdict.outcome,
-        coverage,
-        commission_rate=rules.commission_rate,
-        commission_unit=rules.commission_unit,
-    )
+    return chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
 
 
 def turn_ledger_verify(turn: BankerTurn) -> LedgerCheck:

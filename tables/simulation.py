@@ -109,13 +109,9 @@ def _settle(table: Table, tableau, turn: _Bank, punter, banker, stakes):
         banker_seat=turn.seat,
         seats=table.seats,
         minimum_banco=rules.minimum_banco,
+        **rules.cover_args(),
     )
-    return chemmy.settle(
-        verdict.outcome,
-        coverage,
-        commission_rate=rules.commission_rate,
-        commission_unit=rules.commission_unit,
-    )
+    return chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
 
 
 def simulate_shoe(
@@ -131,6 +127,9 @@ def simulate_shoe(
     coups, passes and new banks are recorded by one shoe_play call, with the
     same checks and log rows as coup_record and the turn services."""
     table = session.table
+    # Dealt under the session's own version (a change waits for the next one):
+    # table.rules below means the rules this session plays.
+    table.rules = session.house_rules
     tableau = chemmy.Tableau.from_dict(
         {"version": table.rules.tableau.version, "rows": table.rules.tableau.rows}
     )

@@ -313,12 +313,13 @@ def _resettle(coup: Coup, stakes: list[Stake], *, rules: HouseRules,
                    if s.announcement is chemmy.Announcement.SUIVI), None)
     coverage = chemmy.cover_stakes(
         inputs, bank=bank, banker_seat=coup.banker_seat, seats=seats,
-        minimum_banco=rules.minimum_banco, suivi_seat=called)
-    settlement = chemmy.settle(
-        verdict.outcome, coverage, commission_rate=rules.commission_rate,
-        commission_unit=rules.commission_unit)
+        minimum_banco=rules.minimum_banco, suivi_seat=called,
+        **rules.cover_args())
+    settlement = chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
     cards = list(verdict.punter) + list(verdict.banker)
-    findings = list(verdict.findings) + chemmy.shoe_findings(
+    findings = [
+        *verdict.findings, *chemmy.house_findings(verdict, rules.prescriptions)
+    ] + chemmy.shoe_findings(
         decks=shoe.decks, burned=shoe.burned, dealt_before=dealt,
         seen={c: seen[c] for c in set(cards) if c in seen}, new_cards=cards)
     if coup.declared_bank is not None:

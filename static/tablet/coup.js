@@ -738,7 +738,7 @@
 
   // ---- results -------------------------------------------------------------------
 
-  /** Where the bank went (RULES.md, "Stakes, coverage and the garage"): the
+  /** Where the bank went (docs/rules.md, "Coverage and the garage"): the
    *  part of the bank no stake covered is the garage, withdrawn by the
    *  banker; only the covered part was at risk. Without it a bank of 2,000
    *  carried forward as 975 after a banker win reads as a loss. */

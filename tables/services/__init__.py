@@ -4,9 +4,9 @@ from .access import croupier_check
 from .corrections import (
     CorrectionPlan,
     CorrectionResult,
+    correction_barred,
     coup_correct,
     coup_correct_preview,
-    correction_barred,
 )
 from .coups import RecordResult, StakeInput, coup_accept, coup_record
 from .floor import (

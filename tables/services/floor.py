@@ -16,11 +16,10 @@ from django.utils import timezone
 from casino.changelog import log_action
 
 from ..errors import Conflict, Invalid
-from ..models import BankerTurn, HouseRules, Shoe, Table, TableauVersion, TableSession
+from ..models import BankerTurn, Shoe, Table, TableSession
 from .access import croupier_check
-from .turns import _money, _turn_close
-
-STANDARD_TABLEAU_VERSION = "chemmy-standard-1"
+from .house import STANDARD_TABLEAU_VERSION, house_rules_change, rules_in_force
+from .turns import _turn_close
 
 
 def gaming_day_for(moment: datetime, cutoff_hour: int) -> date:
@@ -75,102 +74,6 @@ def table_create(
     return table
 
 
-def house_rules_change(
-    *, table: Table, user, reason: str, device: str = "", **changes
-) -> HouseRules:
-    """Write a new version of a table's house rules (the old one stays, and
-    every coup keeps the version it was checked against)."""
-    allowed = {
-        "decks",
-        "commission_rate",
-        "commission_unit",
-        "minimum_banco",
-        "tableau_version",
-        "gaming_day_cutoff",
-        "false_draw_sanction",
-    }
-    unknown = set(changes) - allowed
-    if unknown:
-        raise Invalid(sorted(unknown)[0], "is not a house rule")
-    with transaction.atomic():
-        table = Table.objects.select_for_update().get(pk=table.pk)
-        current = table.rules
-        values = {
-            "decks": current.decks if current else 6,
-            "commission_rate": current.commission_rate if current else Decimal("0.05"),
-            "commission_unit": current.commission_unit if current else Decimal("0.10"),
-            "minimum_banco": current.minimum_banco if current else Decimal("100.00"),
-            "gaming_day_cutoff": current.gaming_day_cutoff if current else 6,
-            "false_draw_sanction": (
-                current.false_draw_sanction if current else HouseRules.Sanction.NONE
-            ),
-        }
-        tableau_name = changes.pop(
-            "tableau_version",
-            current.tableau.version if current else STANDARD_TABLEAU_VERSION,
-        )
-        values.update({k: v for k, v in changes.items() if v is not None})
-        try:
-            tableau = TableauVersion.objects.get(version=tableau_name)
-        except TableauVersion.DoesNotExist:
-            raise Invalid(
-                "tableau_version", f"unknown tableau {tableau_name!r}"
-            ) from None
-        _validate_rules(values)
-        rules = HouseRules.objects.create(
-            table=table,
-            version=(current.version + 1) if current else 1,
-            tableau=tableau,
-            created_by=user if user and user.is_authenticated else None,
-            **values,
-        )
-        Table.objects.filter(pk=table.pk).update(rules=rules)
-        table.rules = rules
-        log_action(
-            action="tables.house_rules.changed",
-            user=user,
-            device=device,
-            obj=table,
-            reason=reason,
-            old=_rules_dict(current) if current else None,
-            new=_rules_dict(rules),
-            rows=[rules],
-        )
-    return rules
-
-
-def _validate_rules(values: dict) -> None:
-    if not 1 <= int(values["decks"]) <= 8:
-        raise Invalid("decks", "must be between 1 and 8")
-    rate = values["commission_rate"]
-    if not Decimal("0") <= rate <= Decimal("0.5"):
-        raise Invalid("commission_rate", "must be between 0 and 0.5")
-    if values["commission_unit"] <= 0:
-        raise Invalid("commission_unit", "must be positive")
-    if _money(values["minimum_banco"], "minimum_banco") <= 0:
-        raise Invalid("minimum_banco", "must be positive")
-    if not 0 <= int(values["gaming_day_cutoff"]) <= 23:
-        raise Invalid("gaming_day_cutoff", "must be an hour between 0 and 23")
-    if values["false_draw_sanction"] not in HouseRules.Sanction.values:
-        raise Invalid(
-            "false_draw_sanction",
-            "must be one of " + ", ".join(HouseRules.Sanction.values),
-        )
-
-
-def _rules_dict(rules: HouseRules) -> dict:
-    return {
-        "version": rules.version,
-        "decks": rules.decks,
-        "commission_rate": rules.commission_rate,
-        "commission_unit": rules.commission_unit,
-        "minimum_banco": rules.minimum_banco,
-        "tableau": rules.tableau.version,
-        "gaming_day_cutoff": rules.gaming_day_cutoff,
-        "false_draw_sanction": rules.false_draw_sanction,
-    }
-
-
 def session_open(
     *, table: Table, user, croupier=None, device: str = ""
 ) -> TableSession:
@@ -187,12 +90,19 @@ def session_open(
         if TableSession.objects.filter(table=table, closed_at__isnull=True).exists():
             raise Conflict("table", "this table already has an open session")
         now = timezone.now()
+        # The latest version is written with the cut-off a scheduled one will
+        # keep; the day is read with it, then the version in force that day.
+        gaming_day = gaming_day_for(now, table.rules.gaming_day_cutoff)
+        rules = rules_in_force(table, gaming_day)
+        if rules.gaming_day_cutoff != table.rules.gaming_day_cutoff:
+            gaming_day = gaming_day_for(now, rules.gaming_day_cutoff)
         session = TableSession.objects.create(
             table=table,
             opened_at=now,
             opened_by=user,
             croupier=croupier,
-            gaming_day=gaming_day_for(now, table.rules.gaming_day_cutoff),
+            gaming_day=gaming_day,
+            rules=rules,
         )
         log_action(
             action="tables.session.opened",

@@ -211,16 +211,15 @@ def coup_prepare(
         seats=table.seats,
         minimum_banco=rules.minimum_banco,
         suivi_seat=turn.suivi_seat,
+        **rules.cover_args(),
     )
-    settlement = chemmy.settle(
-        verdict.outcome,
-        coverage,
-        commission_rate=rules.commission_rate,
-        commission_unit=rules.commission_unit,
-    )
+    settlement = chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
     _check_ledger_room(turn, settlement)
     counts = shoe.counts
-    findings = list(verdict.findings) + chemmy.shoe_findings(
+    findings = [
+        *verdict.findings,
+        *chemmy.house_findings(verdict, rules.prescriptions),
+    ] + chemmy.shoe_findings(
         decks=shoe.decks,
         burned=shoe.burned,
         dealt_before=shoe.dealt,

@@ -125,7 +125,8 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         f'FROM "{t["shoe"]}" shoe '
         f'JOIN "{t["session"]}" session ON session.id = shoe.session_id '
         f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
-        f'JOIN "{t["rules"]}" rules ON rules.id = tbl.rules_id '
+        f'JOIN "{t["rules"]}" rules '
+        "ON rules.id = COALESCE(session.rules_id, tbl.rules_id) "
         f'JOIN "{t["turn"]}" turn ON turn.session_id = session.id '
         "AND turn.closed_at IS NULL "
         "WHERE shoe.id = %s "
@@ -193,7 +194,8 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int, str] | None:
         return None
     shoe, session, table, rules, turn = _split(row[1:-1], readers)
     coup_id = row[0]
-    table.rules = rules
+    # the session's own version: a change made since it opened waits for the next
+    session.rules = rules
     session.table = table
     shoe.session = session
     turn.session = session
@@ -344,7 +346,8 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         f"SELECT nextval(pg_get_serial_sequence('{t['last']}', 'id')), {columns} "
         f'FROM "{t["session"]}" session '
         f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
-        f'JOIN "{t["rules"]}" rules ON rules.id = tbl.rules_id '
+        f'JOIN "{t["rules"]}" rules '
+        "ON rules.id = COALESCE(session.rules_id, tbl.rules_id) "
         f'LEFT JOIN LATERAL (SELECT * FROM "{t["last"]}" turn '
         "WHERE turn.session_id = session.id ORDER BY turn.number DESC LIMIT 1) "
         "last ON true "
@@ -368,7 +371,7 @@ def lock_for_turn(
         return None
     session, table, rules, last = _split(row[1:-1], readers)
     turn_id = row[0]
-    table.rules = rules
+    session.rules = rules
     session.table = table
     return session, last, turn_id, row[-1] or ""
 

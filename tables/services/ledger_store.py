@@ -28,6 +28,7 @@ from ..models import (
 )
 from ..rollups import rollup_apply, rollup_apply_many
 from .access import croupier_check
+from .hooks import findings_written
 from .ledger import CoupContext, PreparedCoup, ShoeState
 from .ledger_pg import TURN_FIELDS
 
@@ -56,7 +57,7 @@ def lock_shoe(shoe_id: int, *, session_first: bool = False) -> Shoe:
     try:
         return (
             Shoe.objects.select_for_update(of=("self",))
-            .select_related("session__table__rules")
+            .select_related("session__table", "session__rules")
             .get(pk=shoe_id)
         )
     except Shoe.DoesNotExist:
@@ -83,7 +84,7 @@ def lock_open_turn(session_id: int) -> BankerTurn | None:
 def coup_context(shoe: Shoe, user, device: str) -> CoupContext:
     """What coups on this (locked) shoe are checked against."""
     table = shoe.session.table
-    rules = table.rules
+    rules = shoe.session.house_rules
     tableau = tableau_by_id(rules.tableau_id)
     return CoupContext(shoe, table, rules, tableau, user, device)
 
@@ -128,6 +129,8 @@ def ledger_write(
         findings = [f for p in coups for f in p.findings]
         if findings:
             Finding.objects.bulk_create(findings)
+            # their review flags, in this transaction (hooks.py)
+            findings_written([(p.coup, p.findings) for p in coups])
         if len(coups) == 1:
             rollup_apply(coups[0].coup, coups[0].codes, table_id=table_id)
         else:

@@ -123,12 +123,12 @@ class _Walk:
         prev = self.last_coup[turn.pk]
         suivi = _suivi_after(prev, self.last_values[turn.pk])
         coverage = self._cover(coup, stakes, bank, seats, rules, suivi, strict)
-        settlement = chemmy.settle(verdict.outcome, coverage,
-                                   commission_rate=rules.commission_rate,
-                                   commission_unit=rules.commission_unit)
+        settlement = chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
         dealt, seen = self._shoe(coup)
         cards = list(punter) + list(banker)
-        findings = list(verdict.findings) + chemmy.shoe_findings(
+        findings = [
+            *verdict.findings, *chemmy.house_findings(verdict, rules.prescriptions)
+        ] + chemmy.shoe_findings(
             decks=coup.shoe.decks, burned=coup.shoe.burned, dealt_before=dealt,
             seen=dict(seen), new_cards=cards)
         if declared is not None:
@@ -168,7 +168,7 @@ class _Walk:
 
     def _cover(self, coup, stakes, bank, seats, rules, suivi, strict):
         kwargs = {"bank": bank, "banker_seat": coup.banker_seat, "seats": seats,
-                  "minimum_banco": rules.minimum_banco}
+                  "minimum_banco": rules.minimum_banco, **rules.cover_args()}
         if strict:
             return chemmy.cover_stakes(stakes, suivi_seat=suivi, **kwargs)
         # The record stands: a suivi was checked when it was dealt.

@@ -97,7 +97,7 @@ def banker_turn_open(
             try:
                 session = (
                     TableSession.objects.select_for_update(of=("self",))
-                    .select_related("table__rules")
+                    .select_related("table", "rules")
                     .get(pk=session_id)
                 )
             except TableSession.DoesNotExist:
@@ -111,7 +111,7 @@ def banker_turn_open(
             session_open=session.is_open,
             turn_open=turn_open,
             seats=table.seats,
-            minimum_banco=table.rules.minimum_banco,
+            minimum_banco=session.house_rules.minimum_banco,
             last=last,
             seat=seat,
             bank=bank,
