@@ -40,6 +40,7 @@ from tables.models import Coup, Finding, HouseRules
 from tables.services import CorrectionResult, StakeInput, coup_correct
 
 from ..models import Flag, FlagEvent
+from .flag_raise import finding_key
 
 SYNC_LOCK_KEY = 0x464C47  # "FLG"
 SANCTIONED = {"false_draw", "draw_after_natural"}
@@ -50,15 +51,10 @@ FOUR_EYES = ("four eyes: this flag was raised by your own work (your entry, "
              "count or correction); another pit boss must decide it")
 
 
-def finding_key(code: str, side: str, detail: dict) -> str:
-    """What a finding is about inside its coup, stable across revisions."""
-    card = detail.get("card", "") if code == "card_count_exceeded" else ""
-    return f"{code}:{side or '-'}:{card}"
-
-
-def _event(flag: Flag, action: str, *, user=None, reason="", coup=None, **detail):
+def _event(flag: Flag, action: str, *, user=None, reason="", coup=None, at=None,
+           **detail):
     return FlagEvent.objects.create(
-        flag=flag, at=timezone.now(), user=user, action=action, reason=reason,
+        flag=flag, at=at or timezone.now(), user=user, action=action, reason=reason,
         coup=coup, detail=detail,
     )
 
@@ -164,8 +160,11 @@ def _raise_new() -> int:
             )
             # A correction's flag names the corrector in its history too;
             # an entry's is raised by the system (its author is the croupier).
+            # Raised when the coup was written, not now (a coup recorded
+            # before flag_raise raised flags in its own transaction).
             _event(flag, "raised", user=origin.corrected_by, coup=coup,
-                   revision=coup.revision, raised_by_revision=origin.revision)
+                   at=flag.raised_at, revision=coup.revision,
+                   raised_by_revision=origin.revision)
         n += 1
     return n
 

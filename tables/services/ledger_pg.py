@@ -48,6 +48,7 @@ from ..models import (
     TableSession,
 )
 from ..rollups import OUTCOME_FIELD, _Delta
+from .hooks import findings_statements
 
 if TYPE_CHECKING:  # ledger imports floor, which imports this module
     from .ledger import PreparedCoup, ShoeState
@@ -320,6 +321,8 @@ def coup_write(
     ]
     if prepared.findings:
         statements.append(_insert(Finding, prepared.findings))
+        # their review flags, in the same batch (hooks.py)
+        statements += findings_statements(coup, prepared.findings)
     log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
     statements += [
         _rollup_upsert(prepared, table_id),

@@ -78,6 +78,10 @@ def test_a_finding_edited_or_removed_is_named(played):
                   [finding.pk])
     assert f"finding {finding.pk}" in verify_fails()
     with superuser() as c:
+        # with its review flag (raised in the coup's transaction)
+        c.execute("DELETE FROM audit_flagevent WHERE flag_id IN (SELECT id FROM "
+                  "audit_flag WHERE finding_id = %s)", [finding.pk])
+        c.execute("DELETE FROM audit_flag WHERE finding_id = %s", [finding.pk])
         c.execute("DELETE FROM tables_finding WHERE id = %s", [finding.pk])
     assert f"finding {played[1].pk}#0: written by trail row" in verify_fails()
 
@@ -137,6 +141,8 @@ def test_a_whole_coup_deleted_with_its_log_row_is_caught(played):
     with superuser() as c:
         for table in ("tables_finding", "tables_stake"):
             c.execute(f"DELETE FROM {table} WHERE coup_id = %s", [coup.pk])
+        c.execute("DELETE FROM audit_flagevent WHERE flag_id IN (SELECT id FROM "
+                  "audit_flag WHERE coup_id = %s)", [coup.pk])
         c.execute("DELETE FROM audit_flag WHERE coup_id = %s", [coup.pk])
         c.execute("DELETE FROM tables_coup WHERE id = %s", [coup.pk])
         c.execute("DELETE FROM casino_changelog WHERE id = %s", [row.pk])
@@ -171,9 +177,10 @@ def test_a_deleted_tail_is_caught_by_the_anchors_on_file(played, deal, shoe):
         # Everything from the anchored row on, with the ledger rows it wrote
         # and the state rolled back, so that only the anchor can tell.
         c.execute("DELETE FROM casino_changelog WHERE id >= %s", [anchored.row])
+        c.execute("DELETE FROM audit_flagevent")
+        c.execute("DELETE FROM audit_flag")
         c.execute("DELETE FROM tables_finding")
         c.execute("DELETE FROM tables_stake")
-        c.execute("DELETE FROM audit_flag")
         c.execute("DELETE FROM tables_coup")
     problem = verify_fails()
     assert f"row {anchored.row} of an anchor is missing" in problem
