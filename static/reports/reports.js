@@ -5,6 +5,11 @@
     var node = document.getElementById("chart-data");
     if (!node || !window.Chart) return;
     var d = JSON.parse(node.textContent);
+    if (document.documentElement.dataset.theme === "night") {
+      // night theme (static/theme/night.css): axis and legend text legible on dark
+      Chart.defaults.color = "#cfd6d2";
+      Chart.defaults.borderColor = "rgba(255,255,255,.18)";
+    }
     var green = "#0b4d2c", gold = "#e3b448";
     new Chart(document.getElementById("chart-days"), {
       data: {
