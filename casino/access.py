@@ -48,6 +48,7 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-token": {"POST": PUBLIC},
     "api-tables": {"GET": R, "POST": "table.manage"},
     "api-table": {"GET": R},
+    "api-table-rules": {"GET": R, "POST": "table.manage"},
     "api-session-open": {"POST": "session.open"},
     "api-sessions": {"GET": R},
     "api-session": {"GET": R},

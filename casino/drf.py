@@ -158,3 +158,15 @@ class DecimalField(serializers.DecimalField):
         if not self.matches(data):
             self.fail("format", places=self.decimal_places)
         return super().to_internal_value(data)
+
+
+class BooleanField(serializers.BooleanField):
+    """true or false in a request body, as the schema says. DRF's also takes
+    "yes", "on", 1 and "0": a house rule switched by a typo is worth a 400."""
+
+    default_error_messages = {"invalid": "must be a JSON boolean, not a {kind}"}
+
+    def to_internal_value(self, data):
+        if type(data) is not bool:
+            self.fail("invalid", kind=_kind(data))
+        return data

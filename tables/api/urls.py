@@ -1,11 +1,17 @@
 from django.urls import path
 
+from . import house
 from . import views as v
 
 urlpatterns = [
     path("auth/token/", v.TokenView.as_view(), name="api-token"),
     path("tables/", v.TableListView.as_view(), name="api-tables"),
     path("tables/<id:pk>/", v.TableDetailView.as_view(), name="api-table"),
+    path(
+        "tables/<id:pk>/rules/",
+        house.TableRulesView.as_view(),
+        name="api-table-rules",
+    ),
     path(
         "tables/<id:pk>/sessions/",
         v.SessionOpenView.as_view(),
