@@ -409,6 +409,11 @@ class CoupListView(generics.ListAPIView):
         return visible_coups(self.request.user, coups.order_by("-created_at", "-id"))
 
 
+@extend_schema(
+    description="One coup revision by its id. A corrected coup's earlier "
+    "revisions stay readable here (`latest: false`); "
+    "/api/v1/coups/{id}/revisions/ lists them all."
+)
 class CoupDetailView(generics.RetrieveAPIView):
     permission_classes = [Can("coup.read")]
     serializer_class = s.CoupSerializer
