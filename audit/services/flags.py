@@ -1,8 +1,11 @@
 """Flags: the pit boss's review items, and his decisions on them.
 
 A finding is the fact, written with its coup by coup_record (tables never
-calls audit). `flags_sync` brings the flags up to date with the findings of
-the current coup revisions: it raises a flag for a new finding, moves a flag
+imports audit); its flag is raised in the same transaction, at the coup's
+time, by the writer audit registers with tables (flag_raise.py). `flags_sync`
+brings the flags up to date with the findings of the current coup revisions:
+it raises a flag for a finding that has none (a coup recorded before flags
+were raised with it, a correction's new revision), moves a flag
 to the new revision of its coup after a correction, and resolves one whose
 finding the corrected record no longer shows. It is idempotent and cheap
 (an anti-join on an index), and runs before the queue or the floor is read
