@@ -64,6 +64,12 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-coups": {"GET": "coup.read"},
     "api-coup": {"GET": "coup.read"},
     "api-check": {"POST": "engine.check"},
+    # tableau versions (docs/rules.md, "Tableau versions"): everyone who reads
+    # tables reads them; a manager makes one and assigns it to a table
+    "api-tableaux": {"GET": R, "POST": "table.manage"},
+    "api-tableau": {"GET": R},
+    "api-tableau-diff": {"GET": R},
+    "api-table-tableau": {"POST": "table.manage"},
     # his own tokens, or a lower role's (token.revoke): casino/tokens.py
     "api-token-revoke": {"POST": SIGNED_IN},
     # the croupier's tablet (issue 3)
@@ -133,6 +139,12 @@ ROUTES: dict[str, dict[str, str]] = {
     "reports-api:odds": {"GET": "report.read"},
     "reports-api:reaudits": {"GET": "report.read", "POST": "reaudit.run"},
     "reports-api:reaudit": {"GET": "report.read"},
+    "reports-api:reaudit-findings": {"GET": "report.read"},
+    # a manager's tableau pages: managers and auditors read, a manager writes
+    "tableaux:list": {"GET": "report.read"},
+    "tableaux:new": {"GET": "table.manage", "POST": "table.manage"},
+    "tableaux:detail": {"GET": "report.read"},
+    "tableaux:assign": {"POST": "table.manage"},
 }
 # Whole namespaces guarded by one rule (the admin site checks staff itself).
 NAMESPACES: dict[str, dict[str, str]] = {

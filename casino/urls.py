@@ -28,11 +28,13 @@ urlpatterns = [
         name="api-token-revoke",
     ),
     path("api/v1/", include("tables.api.urls")),
+    path("api/v1/", include("tables.api.tableaux_urls")),
     path("api/v1/", include("audit.api_urls")),
     path("api/v1/reports/", include("audit.reports.api_urls")),
     path("tablet/", include("tables.tablet.urls")),
     path("floor/", include("audit.urls")),
     path("reports/", include("audit.reports.urls")),
+    path("tableaux/", include("audit.tableaux_urls")),
     path("", include("tables.urls")),
 ]
 

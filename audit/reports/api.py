@@ -23,12 +23,14 @@ from casino.roles import Can
 
 from . import reaudit as reaudit_services
 from . import services
-from .models import ReauditRun, ReportJob, Status
+from .models import ReauditFinding, ReauditRun, ReportJob, Status
 from .odds import compute_odds
 from .selectors import commission_report
 from .serializers import (
     CommissionQuerySerializer,
     OddsQuerySerializer,
+    ReauditFindingSerializer,
+    ReauditFindingsQuerySerializer,
     ReauditRequestSerializer,
     ReauditRunSerializer,
     ReportJobSerializer,
@@ -211,7 +213,7 @@ class ReauditListCreate(ListAPIView):
         run = reaudit_services.reaudit_request(
             user=request.user, from_day=v["from_day"], to_day=v["to_day"],
             tableau_version=v["tableau_version"], chunk_size=v["chunk_size"],
-            device=_device(request),
+            table_ids=v["tables"], device=_device(request),
         )
         run.refresh_from_db()
         return accepted(ReauditRunSerializer(run).data, run, "re-audit")
@@ -221,3 +223,32 @@ class ReauditDetail(RetrieveAPIView):
     serializer_class = ReauditRunSerializer
     queryset = ReauditRun.objects.all()
     permission_classes = [Can("report.read")]
+
+
+# The query's word -> the stored change (ReauditFinding.Change).
+CHANGES = {"appear": ["new"], "disappear": ["cleared"], "kept": ["kept"],
+           "changed": ["new", "cleared"]}
+
+
+class ReauditFindings(ListAPIView):
+    """A run's findings that appear (new under its version) and disappear
+    (recorded under the version the coup was checked against, gone under its
+    version), by gaming day and coup; `?change=kept` for the others."""
+
+    serializer_class = ReauditFindingSerializer
+    permission_classes = [Can("report.read")]
+
+    @extend_schema(parameters=[ReauditFindingsQuerySerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        run = ReauditRun.objects.filter(pk=self.kwargs["pk"]).first()
+        if run is None:
+            raise Http404("no such re-audit")
+        q = ReauditFindingsQuerySerializer(data=self.request.query_params)
+        q.is_valid(raise_exception=True)
+        return (ReauditFinding.objects.filter(
+                    run=run, change__in=CHANGES[q.validated_data["change"]])
+                .select_related("table", "coup")
+                .order_by("gaming_day", "coup_id", "id"))

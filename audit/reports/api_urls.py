@@ -12,4 +12,6 @@ urlpatterns = [
     path("odds/", api.OddsView.as_view(), name="odds"),
     path("reaudit/", api.ReauditListCreate.as_view(), name="reaudits"),
     path("reaudit/<id:pk>/", api.ReauditDetail.as_view(), name="reaudit"),
+    path("reaudit/<id:pk>/findings/", api.ReauditFindings.as_view(),
+         name="reaudit-findings"),
 ]

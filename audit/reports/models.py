@@ -91,6 +91,8 @@ class ReauditRun(models.Model):
     to_day = models.DateField()
     # Blank: each table's current tableau (the usual case after a change).
     tableau_version = models.CharField(max_length=64, blank=True)
+    # Table ids the run covers; empty: every table.
+    tables = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default="queued")
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_done = models.PositiveIntegerField(default=0)

@@ -31,6 +31,7 @@ from tables.rollups import current_coups
 from tables.services.coups import tableau_for
 
 from .models import ReauditChunk, ReauditFinding, ReauditRun, Status
+from .services import _check_tables as check_tables
 from .services import check_period
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,13 @@ log = logging.getLogger(__name__)
 ENGINE_CODES = ("false_draw", "draw_after_natural")
 
 
-def plan_chunks(from_day, to_day, chunk_size: int) -> list[list]:
+def plan_chunks(from_day, to_day, chunk_size: int, table_ids=()) -> list[list]:
+    rollups = DailyRollup.objects.filter(gaming_day__gte=from_day,
+                                         gaming_day__lte=to_day)
+    if table_ids:
+        rollups = rollups.filter(table_id__in=table_ids)
     cells = (
-        DailyRollup.objects.filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
+        rollups
         .values("table_id", "gaming_day")
         .annotate(n=Sum("coups"))
         .filter(n__gt=0)
@@ -64,8 +69,14 @@ def plan_chunks(from_day, to_day, chunk_size: int) -> list[list]:
 
 
 def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
-                    chunk_size: int = 2000, device: str = "") -> ReauditRun:
+                    chunk_size: int = 2000, device: str = "",
+                    table_ids=()) -> ReauditRun:
+    """A run over a period (and some tables, or every one) against one
+    version, or each table's current one. Its findings say what would appear
+    (new) and disappear (cleared) against the findings each coup was recorded
+    with under the version it was checked against."""
     start, end = check_period(from_day, to_day)
+    tables = check_tables(list(table_ids or []))
     if tableau_version and not TableauVersion.objects.filter(
         version=tableau_version
     ).exists():
@@ -73,9 +84,10 @@ def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
     if not isinstance(chunk_size, int) or not 10 <= chunk_size <= 100_000:
         raise Invalid("chunk_size", "must be between 10 and 100000 coups")
     with transaction.atomic():
-        plan = plan_chunks(start, end, chunk_size)
+        plan = plan_chunks(start, end, chunk_size, tables)
         run = ReauditRun.objects.create(
             from_day=start, to_day=end, tableau_version=tableau_version,
+            tables=tables,
             requested_by=user, requested_at=timezone.now(), chunks_total=len(plan),
             coups_expected=sum(n for _, n in plan),
         )
@@ -86,6 +98,7 @@ def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
         log_action(action="reports.reaudit.requested", user=user, device=device,
                    obj=run, new={"from_day": start, "to_day": end,
                                  "tableau_version": tableau_version or "current",
+                                 "tables": tables or "all",
                                  "chunks": len(plan), "coups": run.coups_expected})
         transaction.on_commit(lambda: reaudit_dispatch(run=run))
     return run

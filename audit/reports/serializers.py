@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from casino.drf import CharField, IntegerField
 
-from .models import ReauditRun, ReportJob
+from .models import ReauditFinding, ReauditRun, ReportJob
 from .selectors import GROUPS
 
 
@@ -55,23 +55,72 @@ class ReauditRequestSerializer(serializers.Serializer):
         required=False, default="", allow_blank=True
     )
     chunk_size = IntegerField(required=False, default=2000)
+    tables = serializers.ListField(
+        child=IntegerField(min_value=1), required=False, default=list,
+        help_text="Table ids; empty for every table.",
+    )
 
 
 class ReauditRunSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
     status_url = serializers.SerializerMethodField()
+    findings_url = serializers.SerializerMethodField()
+    appear = serializers.IntegerField(
+        source="findings_new", read_only=True,
+        help_text="Findings the new version raises that the coups were not "
+        "recorded with")
+    disappear = serializers.IntegerField(
+        source="findings_cleared", read_only=True,
+        help_text="Findings the coups were recorded with (under the version "
+        "they were checked against) that the new version does not raise")
 
     class Meta:
         model = ReauditRun
         fields = [
-            "id", "from_day", "to_day", "tableau_version", "status", "percent",
-            "chunks_total", "chunks_done", "coups_expected", "coups_checked",
-            "findings", "findings_new", "findings_cleared", "error", "requested_at",
+            "id", "from_day", "to_day", "tableau_version", "tables", "status",
+            "percent", "chunks_total", "chunks_done", "coups_expected",
+            "coups_checked", "findings", "findings_new", "findings_cleared",
+            "appear", "disappear", "error", "requested_at",
             "dispatched_at", "started_at", "finished_at", "status_url",
+            "findings_url",
         ]
 
     def get_status_url(self, run) -> str:
         return reverse("reports-api:reaudit", args=[run.pk])
+
+    def get_findings_url(self, run) -> str:
+        return reverse("reports-api:reaudit-findings", args=[run.pk])
+
+
+# A run's stored change, in the words the issue uses.
+CHANGE_WORDS = {"new": "appear", "cleared": "disappear", "kept": "kept"}
+
+
+class ReauditFindingSerializer(serializers.ModelSerializer):
+    change = serializers.SerializerMethodField()
+    table_name = serializers.CharField(source="table.name")
+    checked_against = serializers.CharField(
+        source="coup.tableau_version",
+        help_text="The version the coup was checked against when recorded")
+
+    class Meta:
+        model = ReauditFinding
+        fields = [
+            "id", "coup", "table", "table_name", "gaming_day", "change", "code",
+            "severity", "side", "detail", "message", "checked_against",
+            "tableau_version",
+        ]
+
+    def get_change(self, row) -> str:
+        """appear (new under the re-audit's version), disappear (recorded,
+        gone under it) or kept."""
+        return CHANGE_WORDS[row.change]
+
+
+class ReauditFindingsQuerySerializer(serializers.Serializer):
+    change = serializers.ChoiceField(
+        choices=["appear", "disappear", "kept", "changed"], default="changed",
+        help_text="changed: appear and disappear")
 
 
 class OddsQuerySerializer(serializers.Serializer):

@@ -17,11 +17,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from casino.api import parse_id
 from casino.roles import has_capability
-from tables.errors import ServiceError
+from tables.errors import Invalid, ServiceError
 from tables.models import HouseRules, Table, TableauVersion
 from tables.services import gaming_day_for
 
@@ -168,16 +169,27 @@ def progress(request):
 @capability("reaudit.run")
 def reaudit_start(request):
     p = request.POST
+    # A page that offers the re-audit (a tableau's) names its tables and
+    # comes back to itself on a refusal.
+    back = p.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = ""
+    tables = [parse_id(t) for t in p.getlist("tables") if t]
     try:
+        if None in tables:
+            raise Invalid("tables", "must be table ids")
         run = reaudit_services.reaudit_request(
             user=request.user, from_day=p.get("from_day", ""),
             to_day=p.get("to_day", ""), tableau_version=p.get("tableau_version", ""),
-            device="reports page",
+            table_ids=tables, device="reports page",
         )
     except ServiceError as exc:
         messages.error(request, f"{exc.field}: {exc.message}")
-        return redirect("reports:dashboard")
+        return redirect(back or "reports:dashboard")
     return redirect("reports:reaudit", pk=run.pk)
+
+
+REAUDIT_ROWS = 200
 
 
 @capability("report.read")
@@ -185,6 +197,12 @@ def reaudit_page(request, pk: int):
     run = get_object_or_404(ReauditRun, pk=pk)
     from .models import ReauditFinding
 
-    changes = (ReauditFinding.objects.filter(run=run).exclude(change="kept")
-               .select_related("table").order_by("gaming_day", "coup_id")[:200])
-    return render(request, "reports/reaudit.html", {"run": run, "changes": changes})
+    rows = (ReauditFinding.objects.filter(run=run)
+            .select_related("table", "coup").order_by("gaming_day", "coup_id"))
+    return render(request, "reports/reaudit.html", {
+        "run": run,
+        "appear": rows.filter(change="new")[:REAUDIT_ROWS],
+        "disappear": rows.filter(change="cleared")[:REAUDIT_ROWS],
+        "limit": REAUDIT_ROWS,
+        "tables": Table.objects.filter(pk__in=run.tables or []),
+    })
