@@ -14,6 +14,7 @@ from tables.api.views import device_of
 from tables.chemmy import CoupError
 from tables.errors import ServiceError
 from tables.models import Coup
+from tables.tablet.coup import card_keys
 
 from .. import selectors, services
 from ..forms import (
@@ -139,6 +140,7 @@ def correct(request, pk: int):
         # Four eyes, said at the start: no form to fill in for nothing.
         ctx["barred"] = barred
         return render(request, "audit/correct.html", ctx, status=403)
+    ctx["ranks"], ctx["suits"] = card_keys()  # the tablet's card pad
     if request.method == "GET":
         ctx["form"] = CorrectionForm(initial=CorrectionForm.initial_for(current))
         ctx["stake_rows"] = stake_rows_for(current)

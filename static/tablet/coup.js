@@ -1154,12 +1154,11 @@
   document.querySelectorAll("[data-announce]").forEach((b) =>
     b.addEventListener("click", () => announce(b.dataset.announce))
   );
-  document.querySelectorAll("[data-rank]").forEach((b) =>
-    b.addEventListener("click", () => tapRank(b.dataset.rank))
-  );
-  document.querySelectorAll("[data-suit]").forEach((b) =>
-    b.addEventListener("click", () => tapSuit(b.dataset.suit))
-  );
+  // the shared pad (pad.js); where a card goes is decided here (nextStep)
+  window.ChemmyPad.bind(document.querySelector(".pad"), {
+    rank: tapRank,
+    suit: tapSuit,
+  });
   $("add-standing").addEventListener("click", addStanding);
   $("remove-stake").addEventListener("click", removeStake);
   $("set-amount").addEventListener("click", function () {

@@ -33,6 +33,7 @@ ASSETS = (
     "tablet/tablet.css",
     "tablet/chemmy.js",
     "tablet/refusals.js",
+    "tablet/pad.js",
     "tablet/coup.js",
     "tablet/tablet.js",
 )
