@@ -57,6 +57,7 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-turn-open": {"POST": "turn.manage"},
     "api-shoe": {"GET": R},
     "api-shoe-close": {"POST": "shoe.manage"},
+    "api-shoe-release": {"POST": "shoe.release"},
     "api-coup-record": {"POST": "coup.record"},
     "api-coup-accept": {"POST": "coup.accept"},
     "api-turn": {"GET": R},

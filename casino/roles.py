@@ -45,6 +45,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "flag.read": frozenset({PITBOSS, MANAGER, AUDITOR}),
     "flag.review": frozenset({PITBOSS}),
     "coup.correct": frozenset({PITBOSS}),
+    # A shoe held by a critical finding (house rule hold_on_error) plays on
+    # only when a pit boss releases it (issue 13).
+    "shoe.release": frozenset({PITBOSS}),
     "cagnotte.read": frozenset({PITBOSS, MANAGER, AUDITOR}),
     "cagnotte.count": frozenset({PITBOSS}),
     "cagnotte.attest": frozenset({MANAGER}),

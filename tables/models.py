@@ -251,6 +251,10 @@ class Shoe(models.Model):
     next_seq = models.PositiveIntegerField(default=1)
     dealt = models.PositiveIntegerField(default=0)
     card_counts = models.JSONField(default=dict)
+    # House rule "hold on error": the seq of the coup whose critical finding
+    # holds this shoe; no coup is taken until a pit boss releases it
+    # (ShoeRelease, with his reason). None: not held.
+    held_by_seq = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["session", "number"]
@@ -275,6 +279,25 @@ class Shoe(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session} shoe {self.number}"
+
+
+class ShoeRelease(AppendOnlyModel):
+    """A pit boss lets play go on at a shoe held by a critical finding
+    (house rule "hold on error"), with his reason."""
+
+    shoe = models.ForeignKey(Shoe, on_delete=models.PROTECT, related_name="releases")
+    held_by_seq = models.PositiveIntegerField()
+    released_at = models.DateTimeField()
+    released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["shoe", "released_at"]
+
+    def __str__(self) -> str:
+        return f"{self.shoe} released after coup {self.held_by_seq}"
 
 
 class BankerTurn(models.Model):

@@ -49,6 +49,7 @@
     [/^banker(\[\d+\])?$/, null, "refused_cards_banker", () => ({})],
     [/^expected_seq$/, /moved on/, "moved_on", () => ({})],
     [/^turn$/, null, "no_turn", () => ({})],
+    [/^shoe$/, /^held since coup (\d+)/, "refused_shoe_held", (m) => ({ n: m[1] })],
     [/^shoe$/, /is closed/, "refused_shoe_closed", () => ({})],
     [/^shoe$/, /^only (\d+) cards are left/, "refused_shoe_short", (m) => ({ n: m[1] })],
     [/^bank$/, /past the largest amount/, "refused_bank_max", () => ({})],

@@ -16,10 +16,11 @@ from rest_framework.views import APIView
 from casino.drf import BooleanField, CharField, DecimalField, IntegerField
 from casino.roles import Can
 
-from ..models import HouseRules, Table
+from ..models import HouseRules, Shoe, Table
 from ..services.floor import gaming_day_for
+from ..services.holds import shoe_release
 from ..services.house import house_rules_change, rules_in_force
-from .serializers import money_field
+from .serializers import ShoeSerializer, money_field
 from .views import device_of, errors
 
 
@@ -193,3 +194,31 @@ class TableRulesView(APIView):
         return Response(
             HouseRulesVersionSerializer(rules).data, status=status.HTTP_201_CREATED
         )
+
+
+class ReleaseSerializer(serializers.Serializer):
+    reason = CharField(max_length=500, help_text="Why play may go on (logged)")
+
+
+class ShoeReleaseView(APIView):
+    """A shoe held by a critical finding (house rule hold_on_error) takes no
+    coup until a pit boss releases it, with a reason."""
+
+    permission_classes = [Can("shoe.release")]
+
+    @extend_schema(
+        request=ReleaseSerializer,
+        responses={200: ShoeSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Release a held shoe",
+    )
+    def post(self, request, pk: int):
+        shoe = get_object_or_404(Shoe, pk=pk)
+        data = ReleaseSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        shoe_release(
+            shoe=shoe,
+            user=request.user,
+            device=device_of(request),
+            reason=data.validated_data["reason"],
+        )
+        return Response(ShoeSerializer(Shoe.objects.get(pk=pk)).data)

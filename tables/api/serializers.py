@@ -145,9 +145,16 @@ class ShoeSerializer(serializers.ModelSerializer):
             "cards_left",
             "coups",
             "next_seq",
+            "held_by_seq",
             "opened_at",
             "closed_at",
         ]
+        extra_kwargs = {
+            "held_by_seq": {
+                "help_text": "The coup whose critical finding holds this shoe "
+                "(house rule hold_on_error); null: play goes on"
+            }
+        }
 
     def get_coups(self, shoe) -> int:
         return shoe.next_seq - 1

@@ -28,6 +28,11 @@ urlpatterns = [
     path("sessions/<id:pk>/turns/", v.TurnOpenView.as_view(), name="api-turn-open"),
     path("shoes/<id:pk>/", v.ShoeDetailView.as_view(), name="api-shoe"),
     path("shoes/<id:pk>/close/", v.ShoeCloseView.as_view(), name="api-shoe-close"),
+    path(
+        "shoes/<id:pk>/release/",
+        house.ShoeReleaseView.as_view(),
+        name="api-shoe-release",
+    ),
     path("shoes/<id:pk>/coups/", v.CoupRecordView.as_view(), name="api-coup-record"),
     path(
         "shoes/<id:pk>/coups/accept/",

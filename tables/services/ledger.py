@@ -111,22 +111,30 @@ class ShoeState:
     next_seq: int
     dealt: int
     counts: Mapping[str, int]
+    held_seq: int | None = None  # Shoe.held_by_seq ("hold on error")
 
     @classmethod
     def of(cls, shoe: Shoe) -> ShoeState:
         counts = dict(shoe.card_counts)
-        return cls(shoe.decks, shoe.burned, shoe.next_seq, shoe.dealt, counts)
+        return cls(
+            shoe.decks, shoe.burned, shoe.next_seq, shoe.dealt, counts, shoe.held_by_seq
+        )
 
     @property
     def cards_left(self) -> int:
         return 52 * self.decks - self.burned - self.dealt
 
-    def after(self, cards: Sequence[str]) -> ShoeState:
+    def after(self, cards: Sequence[str], held_seq: int | None = None) -> ShoeState:
         counts = dict(self.counts)
         for card in cards:
             counts[card] = counts.get(card, 0) + 1
         return ShoeState(
-            self.decks, self.burned, self.next_seq + 1, self.dealt + len(cards), counts
+            self.decks,
+            self.burned,
+            self.next_seq + 1,
+            self.dealt + len(cards),
+            counts,
+            self.held_seq if held_seq is None else held_seq,
         )
 
 
@@ -200,6 +208,8 @@ def coup_prepare(
     coup_record answers with (Conflict, CoupError) and leaves the states as
     they were."""
     cards = inp.punter + inp.banker
+    if shoe.held_seq is not None:
+        raise ShoeHeld(shoe.held_seq)
     if shoe.cards_left < len(cards):
         raise Conflict("shoe", f"only {shoe.cards_left} cards are left in this shoe")
     rules, table, tableau = ctx.rules, ctx.table, ctx.tableau
@@ -307,15 +317,31 @@ def coup_prepare(
         "bank_after": coup.bank_after,
         "findings": codes,
     }
+    # House rule "hold on error": play stops at the mistake (docs/rules.md).
+    held = rules.hold_on_error and any(f.severity == "critical" for f in findings)
     return PreparedCoup(
         coup,
         stakes,
         finding_rows,
         codes,
-        shoe.after(cards),
+        shoe.after(cards, coup.seq if held else None),
         _turn_after(turn, coverage, settlement),
         log_new,
     )
+
+
+class ShoeHeld(Conflict):
+    """The shoe is held by a critical finding (house rule "hold on error")."""
+
+    code = "shoe_held"
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(
+            "shoe",
+            f"held since coup {seq}: a critical finding stopped play at this "
+            "shoe; a pit boss must release it, with a reason, before the next coup",
+        )
+        self.seq = seq
 
 
 def _check_ledger_room(turn: TurnState, settlement) -> None:

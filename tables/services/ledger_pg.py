@@ -314,6 +314,7 @@ def coup_write(
     shoe.next_seq = shoe_state.next_seq
     shoe.dealt = shoe_state.dealt
     shoe.card_counts = dict(shoe_state.counts)
+    shoe.held_by_seq = shoe_state.held_seq
     statements = [
         _update(turn, TURN_FIELDS),
         _insert(Coup, [coup], with_pk=True),
@@ -326,7 +327,7 @@ def coup_write(
     log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
     statements += [
         _rollup_upsert(prepared, table_id),
-        _update(shoe, ("next_seq", "dealt", "card_counts")),
+        _update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")),
         _log_insert(head, [log]),
     ]
     _execute(statements)

@@ -138,8 +138,12 @@ def ledger_write(
         shoe.next_seq = shoe_state.next_seq
         shoe.dealt = shoe_state.dealt
         shoe.card_counts = dict(shoe_state.counts)
+        shoe.held_by_seq = shoe_state.held_seq
         Shoe.objects.filter(pk=shoe.pk).update(
-            next_seq=shoe.next_seq, dealt=shoe.dealt, card_counts=shoe.card_counts
+            next_seq=shoe.next_seq,
+            dealt=shoe.dealt,
+            card_counts=shoe.card_counts,
+            held_by_seq=shoe.held_by_seq,
         )
     log = list(log)
     if log:

@@ -273,7 +273,9 @@ def js_strings() -> dict[str, str]:
             "{who}: {announcement} takes the whole bank, {bank}. Set the stake "
             "to {bank} or cancel the announcement."
         ),
-        "refused_banco_avec": _("{who}: banco avec takes exactly half the bank, {half}."),
+        "refused_banco_avec": _(
+            "{who}: banco avec takes exactly half the bank, {half}."
+        ),
         "refused_banco_deux_total": _(
             "Banco deux: the two stakes must make up the whole bank, {bank}."
         ),
@@ -303,6 +305,10 @@ def js_strings() -> dict[str, str]:
         ),
         "refused_cards_banker": _(
             "The banker's cards are not valid (two or three cards): check them."
+        ),
+        "refused_shoe_held": _(
+            "Play is stopped at this shoe: coup {n} has a serious finding. "
+            "Call the pit boss: he releases the shoe before the next coup."
         ),
         "refused_shoe_closed": _(
             "This shoe is closed: the coup cannot go into it. Call the pit boss."

@@ -250,7 +250,8 @@ def turn_open(request, session_id: int):
 @require_POST
 @tablet_view("turn.manage")
 def bank_take(request, session_id: int):
-    """A seat takes the passed bank at its standing amount (docs/rules.md, "Banker turns and the suite")."""
+    """A seat takes the passed bank at its standing amount (docs/rules.md,
+    "Banker turns and the suite")."""
     session = _session(session_id)
     if refused := refusal(request, session):
         return refused

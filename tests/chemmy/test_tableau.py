@@ -1,4 +1,5 @@
-"""The tableau as versioned data, and the punter's rule (docs/rules.md, "The banker's tableau")."""
+"""The tableau as versioned data, and the punter's rule (docs/rules.md, "The
+banker's tableau")."""
 
 from __future__ import annotations
 

@@ -52,11 +52,21 @@ def post(client, shoe_id, data, key=None):
     return r.status_code, r.json()
 
 
-def open_table(manager, croupier, name, *, decks=None, burned=0, bank="1000"):
-    from tables.services import banker_turn_open, session_open, shoe_open, table_create
+def open_table(manager, croupier, name, *, decks=None, burned=0, bank="1000",
+               hold=False):
+    from tables.services import (
+        banker_turn_open,
+        house_rules_change,
+        session_open,
+        shoe_open,
+        table_create,
+    )
 
     table = table_create(user=manager, name=name, seats=9,
                          minimum_banco=Decimal("100.00"))
+    if hold:
+        house_rules_change(table=table, user=manager, reason="stop at the mistake",
+                           hold_on_error=True)
     session = session_open(table=table, user=croupier)
     shoe = shoe_open(session=session, user=croupier, decks=decks, burned=burned)
     if bank:
@@ -160,6 +170,12 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
     closed = open_table(manager, croupier, "Closed")
     shoe_close(shoe=closed, user=croupier)
     case("shoe closed", body(), "refused_shoe_closed", shoe_id=closed.pk)
+    # house rule hold_on_error: a critical finding holds the shoe
+    held = open_table(manager, croupier, "Held", hold=True)
+    assert post(c, held.pk, body(declared_bank="900.00"))[0] == 201
+    case("shoe held", body(), "refused_shoe_held",
+         "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
+         "boss: he releases the shoe before the next coup.", shoe_id=held.pk)
 
     # ledger overflows: the services' own exceptions through the API's handler
     try:
