@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .pages import floor, review, sessions
+from .pages import floor, house, review, sessions
 
 app_name = "floor"
 
@@ -23,4 +23,7 @@ urlpatterns = [
     path("cagnotte/<id:pk>/attest/", sessions.attest, name="attest"),
     path("stats/", floor.stats_page, name="stats"),
     path("trail/", floor.trail, name="trail"),
+    path("rules/", house.rules_index, name="rules"),
+    path("tables/<id:pk>/rules/", house.table_rules, name="table-rules"),
+    path("shoes/<id:pk>/release/", house.release, name="shoe-release"),
 ]

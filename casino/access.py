@@ -109,6 +109,9 @@ ROUTES: dict[str, dict[str, str]] = {
     "floor:attest": {"POST": "cagnotte.attest"},
     "floor:stats": {"GET": "stats.read"},
     "floor:trail": {"GET": "trail.read"},
+    "floor:rules": {"GET": "floor.view"},
+    "floor:table-rules": {"GET": "floor.view", "POST": "table.manage"},
+    "floor:shoe-release": {"POST": "shoe.release"},
     # the pit boss's floor: API
     "audit-api-floor": {"GET": "floor.view"},
     "audit-api-flags": {"GET": "flag.read"},

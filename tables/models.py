@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from casino.models import AppendOnlyModel
 
@@ -89,9 +90,9 @@ class HouseRules(AppendOnlyModel):
     class Sanction(models.TextChoices):
         # docs/rules.md, "Outcome": French regulation forbids fines; the only sanction
         # there is taking the shoe away. Some clubs fine. Default: none.
-        NONE = "none", "none beyond the finding"
-        LOSE_SHOE = "lose_shoe", "the player loses the shoe"
-        FINE = "fine", "a fine (where the jurisdiction allows it)"
+        NONE = "none", _("none beyond the finding")
+        LOSE_SHOE = "lose_shoe", _("the player loses the shoe")
+        FINE = "fine", _("a fine (where the jurisdiction allows it)")
 
     false_draw_sanction = models.CharField(
         max_length=12, choices=Sanction.choices, default=Sanction.NONE
@@ -105,22 +106,22 @@ class HouseRules(AppendOnlyModel):
     # A field at its default is left out of a row's trail digest, so these
     # leave every earlier version's digest as it was.
     class Rounding(models.TextChoices):
-        HALF_UP = "half_up", "half up"
-        HALF_EVEN = "half_even", "half even"
-        DOWN = "down", "down (toward zero)"
+        HALF_UP = "half_up", _("half up")
+        HALF_EVEN = "half_even", _("half even")
+        DOWN = "down", _("down (toward zero)")
 
     class Tie(models.TextChoices):
-        STAY = "stay", "the stakes stay for the next coup"
-        RETURNED = "returned", "the stakes are returned"
+        STAY = "stay", _("the stakes stay for the next coup")
+        RETURNED = "returned", _("the stakes are returned")
 
     class CoverRule(models.TextChoices):
-        PARTIAL = "partial", "partial: covered up to what is left"
-        ALL_OR_NOTHING = "all_or_nothing", "all or nothing"
+        PARTIAL = "partial", _("partial: covered up to what is left")
+        ALL_OR_NOTHING = "all_or_nothing", _("all or nothing")
 
     class Choice(models.TextChoices):
-        FREE = "free", "free"
-        DRAW = "draw", "draw"
-        STAND = "stand", "stand"
+        FREE = "free", _("free")
+        DRAW = "draw", _("draw")
+        STAND = "stand", _("stand")
 
     commission_rounding = models.CharField(
         max_length=10, choices=Rounding.choices, default=Rounding.HALF_UP

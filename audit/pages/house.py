@@ -1,0 +1,173 @@
+"""House rules on the floor (docs/rules.md, "House rules"): every table's
+rules in force, a table's versions, a manager's new version; releasing a shoe
+held by a critical finding (a pit boss, with a reason)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from casino.access import route_page
+from casino.models import ChangeLog
+from casino.roles import has_capability
+from tables.api.views import device_of
+from tables.chemmy import cell_key
+from tables.errors import ServiceError
+from tables.models import HouseRules, Shoe, Table
+from tables.services.floor import gaming_day_for
+from tables.services.holds import shoe_release
+from tables.services.house import house_rules_change, rules_in_force
+
+CHOICE_FIELDS = ("commission_rounding", "tie_rule", "cover_rule", "punter_five",
+                 "false_draw_sanction")
+TEXT_FIELDS = ("commission_rate", "commission_unit", "minimum_banco", "maximum_bank",
+               "decks", "gaming_day_cutoff", "tableau_version")
+
+
+def _in_force(table: Table) -> HouseRules | None:
+    session = table.sessions.filter(closed_at__isnull=True).first()
+    if session is not None:
+        return session.house_rules
+    return rules_in_force(table, gaming_day_for(timezone.now(),
+                                                table.rules.gaming_day_cutoff))
+
+
+@route_page
+def rules_index(request):
+    tables = Table.objects.select_related("rules__tableau").order_by("name")
+    rows = [{"table": t, "in_force": _in_force(t), "latest": t.rules} for t in tables]
+    held = (Shoe.objects.filter(held_by_seq__isnull=False, closed_at__isnull=True)
+            .select_related("session__table"))
+    return render(request, "audit/rules_index.html", {
+        "rows": rows, "held": held,
+        "may_release": has_capability(request.user, "shoe.release"),
+    })
+
+
+def optional_cells(rules: HouseRules) -> list[dict]:
+    """The optional cells of the version's tableau, each with its prescription."""
+    tableau = rules.tableau.as_engine()
+    prescribed = rules.banker_prescriptions or {}
+    cells = []
+    for total in range(8):
+        for third in [None, *range(10)]:
+            if tableau.banker_action(total, third).value == "O":
+                key = cell_key(total, third)
+                cells.append({"key": key, "total": total, "third": third,
+                              "value": prescribed.get(key, "free")})
+    return cells
+
+
+def _versions(table: Table) -> list[dict]:
+    rows = list(HouseRules.objects.filter(table=table)
+                .select_related("tableau", "created_by").order_by("-version"))
+    reasons = {
+        log.new.get("version"): log.reason
+        for log in ChangeLog.objects.filter(
+            action="tables.house_rules.changed", object_type="tables.table",
+            object_id=str(table.pk))
+        if isinstance(log.new, dict)
+    }
+    return [{"rules": r, "reason": reasons.get(r.version, "")} for r in rows]
+
+
+def _page(request, table: Table, *, values=None, error=None, status=200):
+    latest = table.rules
+    return render(request, "audit/table_rules.html", {
+        "table": table, "latest": latest, "in_force": _in_force(table),
+        "versions": _versions(table), "cells": optional_cells(latest),
+        "values": values or {}, "error": error,
+        "choices": {
+            "commission_rounding": HouseRules.Rounding.choices,
+            "tie_rule": HouseRules.Tie.choices,
+            "cover_rule": HouseRules.CoverRule.choices,
+            "punter_five": HouseRules.Choice.choices,
+            "false_draw_sanction": HouseRules.Sanction.choices,
+            "cell": HouseRules.Choice.choices,
+        },
+        "may_change": has_capability(request.user, "table.manage"),
+        "today": gaming_day_for(timezone.now(), latest.gaming_day_cutoff),
+    }, status=status)
+
+
+@route_page
+def table_rules(request, pk: int):
+    table = get_object_or_404(Table.objects.select_related("rules__tableau"), pk=pk)
+    if request.method != "POST":
+        return _page(request, table)
+    post = request.POST
+    try:
+        changes = _changes(post, table.rules)
+        effective = (post.get("effective_from") or "").strip()
+        rules = house_rules_change(
+            table=table, user=request.user, device=device_of(request),
+            reason=post.get("reason", ""),
+            effective_from=_day(effective) if effective else None, **changes)
+    except ServiceError as exc:
+        return _page(request, table, values=post, error=exc, status=exc.status)
+    when = (_("from %(day)s") % {"day": rules.effective_from} if rules.effective_from
+            else _("from the table's next session"))
+    messages.success(request, _("Version %(v)s of %(table)s's house rules, in force "
+                                "%(when)s.") % {"v": rules.version, "table": table.name,
+                                                "when": when})
+    return redirect("floor:table-rules", table.pk)
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ServiceError("effective_from", _("a date such as 2027-01-31")) from None
+
+
+def _changes(post, current: HouseRules) -> dict:
+    """The form's values as the service takes them: only what changed."""
+    from decimal import Decimal, InvalidOperation
+
+    out: dict = {}
+    for name in CHOICE_FIELDS:
+        if name in post:
+            out[name] = post[name]
+    for name in TEXT_FIELDS:
+        if name not in post:
+            continue
+        raw = post[name].strip()
+        if name == "maximum_bank" and raw == "":
+            out[name] = None
+            continue
+        if name in ("decks", "gaming_day_cutoff"):
+            if not raw.isdigit():
+                raise ServiceError(name, _("a whole number"))
+            out[name] = int(raw)
+        elif name == "tableau_version":
+            out[name] = raw
+        else:
+            try:
+                out[name] = Decimal(raw)
+            except InvalidOperation:
+                raise ServiceError(name, _("an amount such as 0.05")) from None
+    out["hold_on_error"] = post.get("hold_on_error") == "on"
+    cells = {key[5:]: value for key, value in post.items() if key.startswith("cell:")}
+    if cells or "punter_five" in post:
+        out["banker_prescriptions"] = {k: v for k, v in cells.items() if v != "free"}
+    return out
+
+
+@require_POST
+@route_page
+def release(request, pk: int):
+    shoe = get_object_or_404(Shoe.objects.select_related("session__table"), pk=pk)
+    try:
+        shoe_release(shoe=shoe, user=request.user, device=device_of(request),
+                     reason=request.POST.get("reason", ""))
+    except ServiceError as exc:
+        messages.error(request, f"{shoe.session.table.name}: {exc.message}")
+    else:
+        messages.success(request, _("%(table)s: the shoe is released; play goes on.")
+                         % {"table": shoe.session.table.name})
+    return redirect("floor:rules")
