@@ -15,19 +15,48 @@ this reproduces the published counts (banker 2,292,252,566,437,888; player
 Optional plays are parameters: the punter's 5 (draw or stand) and each optional
 ("O") cell of the tableau (draw or stand). Default: draw in all of them.
 Reference: docs/rules.md, "The punter's rule" and "The banker's tableau".
+
+A house's own play (``house_odds``): a cell the house prescribes (docs/rules.md,
+"House rules": the punter's 5, the banker's optional cells) is played as
+prescribed; a free cell is played by the default above, draw. That is the
+strategy these odds have always assumed (a player who stands where he may is
+not modelled: a free choice is his, and this code does not guess it).
+
+The levy (``expected_levy``): the commission on a covered amount C is
+``round(rate x C, unit, mode)`` when the banker wins and nothing otherwise, so
+its expectation is P(banker) times that rounded amount, not rate x C x
+P(banker): the rounding is the house's and it is exact (the engine's own
+``round_money``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from tables.chemmy import PUNTO_BANCO_TABLEAU, STANDARD_TABLEAU, Action, Tableau
+from tables.chemmy import (
+    PUNTO_BANCO_TABLEAU,
+    STANDARD_TABLEAU,
+    Action,
+    Prescriptions,
+    Tableau,
+    cell_key,
+    round_money,
+    rounding_mode,
+)
 from tables.chemmy.tableau import COLUMNS
 
-__all__ = ["Odds", "chemmy_odds", "compute_odds", "punto_banco_odds"]
+__all__ = [
+    "Odds",
+    "chemmy_odds",
+    "compute_odds",
+    "house_odds",
+    "levy",
+    "punto_banco_odds",
+]
 
 # (banker total, punter's third card value or None) -> True to draw
 OptionalCells = Mapping[tuple[int, int | None], bool]
@@ -41,6 +70,8 @@ class Odds:
     banker: int  # ordered six-card sequences the banker wins
     punter: int
     tie: int
+    # the optional cells the banker stands in ("3/9"), the others he draws in
+    banker_stands: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
@@ -63,11 +94,19 @@ class Odds:
         unit covered (before rounding to the commission unit)."""
         return Fraction(rate) * self.p_banker
 
+    def expected_levy(self, covered: Decimal, *, rate: Decimal, unit: Decimal,
+                      rounding: str = "half_up") -> Fraction:
+        """The commission one coup with covered amount ``covered`` is
+        expected to bring: P(banker) x round(rate x C, unit, mode), exact."""
+        return self.p_banker * Fraction(levy(covered, rate=rate, unit=unit,
+                                             rounding=rounding))
+
     def as_dict(self) -> dict:
         return {
             "decks": self.decks,
             "tableau": self.tableau,
             "punter_draws_on_5": self.punter_draws_on_5,
+            "banker_stands_in": list(self.banker_stands),
             "counts": {
                 "banker": self.banker,
                 "punter": self.punter,
@@ -119,7 +158,49 @@ def compute_odds(
             else:
                 draws.append(action is Action.DRAW)
     counts = _enumerate(decks, tuple(draws), punter_draws_on_5)
-    return Odds(decks, tableau.version, punter_draws_on_5, *counts)
+    stands = tuple(
+        cell_key(i // COLUMNS, None if i % COLUMNS == 0 else i % COLUMNS - 1)
+        for i, draw in enumerate(draws)
+        if not draw and tableau.cells[i] is Action.OPTIONAL
+    )
+    return Odds(decks, tableau.version, punter_draws_on_5, *counts, stands)
+
+
+def house_odds(
+    *,
+    decks: int,
+    tableau: Tableau = STANDARD_TABLEAU,
+    punter_five: str = "free",
+    banker_prescriptions: Mapping[str, str] | None = None,
+) -> Odds:
+    """The odds of a house's own play: each cell it prescribes played as
+    prescribed, each free cell drawn (see the module's docstring). The
+    prescriptions are the house rules' (``"draw"``, ``"stand"`` or ``"free"``
+    for the punter's 5; ``{"3/9": "stand", ...}`` for the banker), checked as
+    the engine checks them."""
+    rules = Prescriptions(punter_five=punter_five, banker=banker_prescriptions or {})
+    rules.check_against(tableau)
+    cells: dict[tuple[int, int | None], bool] = {}
+    for key, choice in rules.banker.items():
+        total, _, third = key.partition("/")
+        cells[(int(total), None if third == "stood" else int(third))] = (
+            choice.value == "draw"
+        )
+    return compute_odds(
+        decks=decks,
+        tableau=tableau,
+        punter_draws_on_5=rules.punter_five.value != "stand",
+        banker_optional=cells,
+    )
+
+
+def levy(covered: Decimal, *, rate: Decimal, unit: Decimal,
+         rounding: str = "half_up") -> Decimal:
+    """The commission a banker win on ``covered`` takes under the house's rate,
+    unit and rounding mode (a house rule's name: half_up, half_even, down):
+    the engine's own rounding, so this is what settlement writes."""
+    return round_money(Decimal(rate) * Decimal(covered), Decimal(unit),
+                       rounding_mode(rounding))
 
 
 @lru_cache(maxsize=64)

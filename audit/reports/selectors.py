@@ -1,11 +1,14 @@
 """Selectors: the commission report, read from the daily rollups.
 
 A year over 10M coups is a few thousand rollup cells (table x gaming day x
-croupier x banker seat), so a report is a couple of GROUP BY queries over
-those, never over the coups. Expected commission needs each table-day's house
-rules (decks, tableau, rate); the rules in force are mapped onto the rollups in
-SQL (a CASE over each table's rule versions) so that grouping by croupier or
-banker seat still returns few rows.
+croupier x banker seat), so the counts, turnover and commission are a couple
+of GROUP BY queries over those, never over the coups. The expected commission
+and its band are exact per coup (expectation.py): each coup's levy under its
+own house-rules version, on the covered amount actually played. That reads the
+period's current coups once, grouped by (table, gaming day, rules version,
+tableau, covered amount[, croupier or banker seat]): stakes come in round
+amounts, so a table-day is a few dozen groups, and each distinct (version,
+covered) is rounded once.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from datetime import date
 from decimal import Decimal
 
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 from audit.models import CagnotteCount
 from tables.models import DailyRollup, HouseRules, Table
+from tables.rollups import current_coups
 from tables.services import gaming_day_for
 
-from .expectation import CENT, Expectation, p_banker
+from .expectation import CENT, Expectation, coup_levy, p_banker_play, rules_play
 
 GROUPS = {
     "table": "table_id",
@@ -89,8 +93,10 @@ class CommissionReport:
 
 
 def rules_periods(table_ids) -> dict[int, list[tuple[date, HouseRules]]]:
-    """Per table, its rule versions with the gaming day each takes effect
-    (a change made during a gaming day governs that whole day)."""
+    """Per table, its rule versions with the gaming day each takes effect (its
+    effective_from, else the gaming day it was written: from the table's next
+    session, which may be later that day). For the stamp; the expectation
+    follows each coup's own version (coup.rules)."""
     out: dict[int, list[tuple[date, HouseRules]]] = defaultdict(list)
     qs = HouseRules.objects.select_related("tableau", "table").order_by(
         "table_id", "version"
@@ -98,45 +104,63 @@ def rules_periods(table_ids) -> dict[int, list[tuple[date, HouseRules]]]:
     if table_ids is not None:
         qs = qs.filter(table_id__in=table_ids)
     for r in qs:
-        out[r.table_id].append((gaming_day_for(r.created_at, r.gaming_day_cutoff), r))
+        start = gaming_day_for(r.created_at, r.gaming_day_cutoff)
+        if r.effective_from is not None and r.effective_from > start:
+            start = r.effective_from
+        out[r.table_id].append((start, r))
     return out
 
 
-class Coefficients:
-    """Per table and gaming day, the constants of the rules in force:
-    k1 = rate x P(banker) and k2 = rate^2 x P(banker) x (1 - P(banker)), so
-    that mean = k1 x covered and variance = k2 x sum(covered^2). The database
-    only adds plain sums; these few multiplications happen here."""
+PART_COLUMN = {"croupier": "entered_by_id", "banker": "banker_seat"}
 
-    def __init__(self, periods) -> None:
-        p_cache: dict[tuple, Decimal] = {}
-        self.by_table: dict[int, list[tuple[date, Decimal, Decimal]]] = {}
-        for table_id, versions in periods.items():
-            out = []
-            for start, rules in versions:
-                key = (rules.decks, rules.tableau.version)
-                if key not in p_cache:
-                    p_cache[key] = p_banker(*key)
-                p, rate = p_cache[key], rules.commission_rate
-                out.append((start, rate * p, rate * rate * p * (1 - p)))
-            self.by_table[table_id] = out
 
-    def varies_within(self, from_day: date, to_day: date) -> bool:
-        """True if some table changed rules inside the period."""
-        return any(start > from_day and start <= to_day
-                   for versions in self.by_table.values()
-                   for start, _, _ in versions[1:])
+@dataclass
+class Expectations:
+    """Per table-day cell, and per part of a croupier / banker grouping, the
+    expectation of the period's coups; per rules version, its coups."""
 
-    def __call__(self, table_id: int, day: date | None) -> tuple[Decimal, Decimal]:
-        versions = self.by_table.get(table_id)
-        if not versions:
-            return Decimal("0"), Decimal("0")
-        found = versions[0]
-        if day is not None:
-            for version in versions[1:]:
-                if version[0] <= day:
-                    found = version
-        return found[1], found[2]
+    cells: dict[tuple, Expectation] = field(default_factory=dict)
+    parts: dict[object, Expectation] = field(default_factory=dict)
+    used: dict[int, dict] = field(default_factory=dict)
+    rules: dict[int, HouseRules] = field(default_factory=dict)
+
+
+def coup_expectations(from_day: date, to_day: date, table_ids,
+                      group_by: str) -> Expectations:
+    """Each current coup of the period weighed under its own rules version:
+    P(banker) of its decks, tableau and prescribed cells times the levy its
+    rate, unit and rounding mode take on its covered amount."""
+    coups = current_coups().filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
+    if table_ids:
+        coups = coups.filter(shoe__session__table_id__in=table_ids)
+    part = PART_COLUMN.get(group_by)
+    cols = ["shoe__session__table_id", "gaming_day", "rules_id", "tableau_version",
+            "covered"] + ([part] if part else [])
+    rows = list(coups.values(*cols).annotate(n=Count("id"))
+                .values_list(*cols, "n").order_by())
+    out = Expectations()
+    out.rules = {r.pk: r for r in HouseRules.objects.filter(
+        pk__in={r[2] for r in rows}).select_related("tableau", "table")}
+    levies: dict[tuple, Decimal] = {}
+    plays: dict[tuple, Decimal] = {}
+    for row in rows:
+        table_id, day, rules_id, tableau, covered = row[:5]
+        day, n, rules = _day(day), row[-1], out.rules[rules_id]
+        covered = _dec(covered).quantize(CENT)
+        p = plays.get((rules_id, tableau))
+        if p is None:
+            p = plays[(rules_id, tableau)] = p_banker_play(rules_play(rules, tableau))
+        levy = levies.get((rules_id, covered))
+        if levy is None:
+            levy = levies[(rules_id, covered)] = coup_levy(rules, covered)
+        out.cells.setdefault((table_id, day), Expectation()).add_coups(
+            n=n, p=p, levy=levy)
+        if part:
+            out.parts.setdefault(row[5], Expectation()).add_coups(n=n, p=p, levy=levy)
+        used = out.used.setdefault(rules_id, {"coups": 0, "first": day, "last": day})
+        used["coups"] += n
+        used["first"], used["last"] = min(used["first"], day), max(used["last"], day)
+    return out
 
 
 SUMS = {"s_coups": Sum("coups"), "s_bw": Sum("banker_wins"),
@@ -152,7 +176,7 @@ def _sums(base, columns: list[str]):
             .values_list(*columns, *SUMS).order_by(*columns))
 
 
-def _row(key, label: str, v, k1: Decimal, k2: Decimal) -> Row:
+def _row(key, label: str, v, exp: Expectation | None) -> Row:
     """A Row from summed numbers. PostgreSQL sums NUMERIC exactly; SQLite adds
     doubles, so there money is brought back to cents."""
     covered, commission = v[4] or ZERO, v[5] or ZERO
@@ -162,7 +186,7 @@ def _row(key, label: str, v, k1: Decimal, k2: Decimal) -> Row:
     return Row(key, label, coups=v[0] or 0, banker_wins=v[1] or 0,
                punter_wins=v[2] or 0, ties=v[3] or 0, covered=covered,
                commission=commission,
-               exp=Expectation(mean=k1 * covered, var=k2 * _dec(v[6])))
+               exp=exp.copy() if exp is not None else Expectation())
 
 
 def _dec(v) -> Decimal:
@@ -207,16 +231,13 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     if table_ids:
         base = base.filter(table_id__in=table_ids)
     periods = rules_periods(table_ids or None)
-    coef = Coefficients(periods)
+    expect = coup_expectations(from_day, to_day, table_ids or None, group_by)
 
     # 1. table x gaming day cells: the band flags, the chart, cagnotte counts
     column = GROUPS[group_by]
-    parts = None
-    if group_by not in ("table", "gaming_day"):
-        # per table (and per day only if some table changed rules meanwhile),
-        # so each part is weighed with its own rules
-        by_day = coef.varies_within(from_day, to_day)
-        parts = [column, "table_id"] + (["gaming_day"] if by_day else [])
+    # a croupier / banker grouping is summed per group (its expectation is
+    # each coup's own, from coup_expectations)
+    parts = None if group_by in ("table", "gaming_day") else [column]
     raw, part_rows, cell_codes, part_codes = _scan(base, from_day, to_day,
                                                    table_ids, parts)
     counts = cagnotte_counts(from_day, to_day, table_ids)
@@ -225,7 +246,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     for r in raw:
         key = (r[0], r[1])
         cells[key] = _row(key, f"{names.get(r[0], r[0])} {r[1].isoformat()}", r[2:],
-                          *coef(r[0], r[1]))
+                          expect.cells.get(key))
     for key, (counted, variance) in counts.items():
         cell = cells.get(key) or cells.setdefault(
             key, Row(key, f"{names.get(key[0], key[0])} {key[1].isoformat()}"))
@@ -242,8 +263,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
             _fold(groups.setdefault(key[index], Row(key[index], "")), cell)
     else:
         for r in part_rows:
-            k1, k2 = coef(r[1], r[2] if by_day else from_day)
-            part = _row(r[0], "", r[len(parts):], k1, k2)
+            part = _row(r[0], "", r[len(parts):], expect.parts.get(r[0]))
             _fold(groups.setdefault(r[0], Row(r[0], "")), part)
         for key, codes in part_codes.items():
             if key[0] in groups:
@@ -263,7 +283,8 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
         cells=sorted(cells.values(), key=lambda c: (c.key[1], c.label)),
-        days=list(days.values()), rules=rules_in_force(periods, from_day, to_day),
+        days=list(days.values()),
+        rules=rules_used(rules_in_force(periods, from_day, to_day), expect),
     )
 
 
@@ -406,13 +427,41 @@ def rules_in_force(periods, from_day: date, to_day: date) -> list[dict]:
             nxt = versions[i + 1][0] if i + 1 < len(versions) else None
             if (i > 0 and start > to_day) or (nxt is not None and nxt <= from_day):
                 continue
-            out.append({
-                "table": r.table.name, "version": r.version, "decks": r.decks,
-                "commission_rate": str(r.commission_rate),
-                "commission_unit": str(r.commission_unit),
-                "minimum_banco": str(r.minimum_banco),
-                "tableau": r.tableau.version,
-                "gaming_day_cutoff": r.gaming_day_cutoff,
-                "from_day": start.isoformat() if i else None,
-            })
+            out.append({**rules_stamp(r), "from_day": start.isoformat() if i else None})
+    return out
+
+
+def rules_stamp(r: HouseRules) -> dict:
+    """A version's rules as a report states them (money as decimal text)."""
+    return {
+        "table": r.table.name, "version": r.version, "decks": r.decks,
+        "commission_rate": str(r.commission_rate),
+        "commission_unit": str(r.commission_unit),
+        "commission_rounding": r.commission_rounding,
+        "minimum_banco": str(r.minimum_banco),
+        "maximum_bank": None if r.maximum_bank is None else str(r.maximum_bank),
+        "tableau": r.tableau.version,
+        "punter_five": r.punter_five,
+        "banker_prescriptions": dict(sorted((r.banker_prescriptions or {}).items())),
+        "tie_rule": r.tie_rule, "cover_rule": r.cover_rule,
+        "gaming_day_cutoff": r.gaming_day_cutoff,
+    }
+
+
+def rules_used(in_force: list[dict], expect: Expectations) -> list[dict]:
+    """The versions in force over the period, each with the number of the
+    period's coups played under it (the expectation weighed them so), and any
+    version coups were played under that the periods do not list (a session
+    opened before a change keeps its version), with the days it was played."""
+    out, seen = [], set()
+    by_key = {(r.table.name, r.version): (pk, r) for pk, r in expect.rules.items()}
+    for entry in in_force:
+        pk = by_key.get((entry["table"], entry["version"]), (None,))[0]
+        used = expect.used.get(pk, {})
+        out.append({**entry, "coups": used.get("coups", 0)})
+        seen.add(pk)
+    for pk, used in sorted(expect.used.items()):
+        if pk not in seen:
+            out.append({**rules_stamp(expect.rules[pk]),
+                        "from_day": used["first"].isoformat(), "coups": used["coups"]})
     return out

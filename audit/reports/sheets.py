@@ -89,12 +89,21 @@ def make_stamp(*, kind: str, params: dict, user, rules: list[dict]) -> dict:
 
 
 def rules_text(rule: dict) -> str:
+    """One version's rules on a report: everything its expected commission
+    was computed with (a stamp written before a rule existed lacks it)."""
+    rounding = rule.get("commission_rounding", "half_up").replace("_", " ")
+    cells = rule.get("banker_prescriptions") or {}
+    play = (f"punter's 5 {rule.get('punter_five', 'free')}, banker's optional "
+            "cells " + (", ".join(f"{k} {v}" for k, v in cells.items()) or "free")
+            + " (a free cell counted as a draw in the odds)")
     return (
         f"{rule['table']}: rules v{rule['version']}, {rule['decks']} decks, "
-        f"commission {rule['commission_rate']} rounded to {rule['commission_unit']}, "
-        f"minimum banco {rule['minimum_banco']}, tableau {rule['tableau']}, "
+        f"commission {rule['commission_rate']} rounded to {rule['commission_unit']} "
+        f"{rounding}, minimum banco {rule['minimum_banco']}, "
+        f"tableau {rule['tableau']}, {play}, "
         f"cut-off {rule['gaming_day_cutoff']}:00"
         + (f" (from {rule['from_day']})" if rule.get("from_day") else "")
+        + (f", {rule['coups']} coups" if "coups" in rule else "")
     )
 
 

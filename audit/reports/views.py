@@ -29,8 +29,9 @@ from tables.services import gaming_day_for
 from . import reaudit as reaudit_services
 from . import services
 from .api import job_file_response, not_dispatched
+from .expectation import rules_play
 from .models import ReauditRun, ReportJob, Status
-from .odds import compute_odds
+from .odds import house_odds
 from .selectors import GROUPS, commission_report
 
 ACTIVE = (Status.QUEUED, Status.RUNNING)
@@ -63,20 +64,24 @@ def current_gaming_day() -> tuple:
 
 
 def table_odds() -> list[dict]:
-    """The exact odds of each distinct set of house rules in use, with the
-    tables that play it (many tables share the same rules)."""
+    """The exact odds of each distinct set of house rules in use (decks,
+    tableau, the cells the house prescribes, rate), with the tables that play
+    it (many tables share the same rules)."""
     groups: dict[tuple, dict] = {}
     for t in Table.objects.filter(active=True).select_related("rules__tableau"):
         if t.rules is None:
             continue
-        key = (t.rules.decks, t.rules.tableau.version, t.rules.commission_rate)
+        play = rules_play(t.rules)
+        key = (*play, t.rules.commission_rate)
         if key not in groups:
-            odds = compute_odds(decks=key[0], tableau=t.rules.tableau.as_engine())
+            odds = house_odds(decks=play[0], tableau=t.rules.tableau.as_engine(),
+                              punter_five=play[2], banker_prescriptions=dict(play[3]))
             groups[key] = {
-                "tables": [], "decks": key[0], "tableau": key[1], "rate": key[2],
+                "tables": [], "decks": play[0], "tableau": play[1], "rate": key[-1],
+                "punter_five": play[2], "banker_cells": list(play[3]),
                 "banker": float(odds.p_banker), "punter": float(odds.p_punter),
                 "tie": float(odds.p_tie),
-                "per_100": float(odds.expected_commission_per_unit(key[2]) * 100),
+                "per_100": float(odds.expected_commission_per_unit(key[-1]) * 100),
             }
         groups[key]["tables"].append(t.name)
     return list(groups.values())

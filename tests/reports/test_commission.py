@@ -4,16 +4,17 @@ expected commission and the 95 % band, rules in force."""
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
 
 import pytest
 from django.db.models import Count, Sum
 from django.utils import timezone
 
 from audit.models import CagnotteCount
-from audit.reports.expectation import p_banker
+from audit.reports.expectation import p_banker, p_banker_play, rules_play
 from audit.reports.selectors import commission_report
 from tables.models import Coup, DailyRollup, Finding, Table, TableSession
+from tables.rollups import current_coups
 from tables.services import house_rules_change
 
 from .conftest import DAY1, DAY2, DAY3, at, evening, play
@@ -58,32 +59,62 @@ def test_labels_and_a_period_that_cuts_days(nights, croupier):
     assert [d.label for d in by_day.days] == [r.label for r in by_day.rows]
 
 
+MODES = {"half_up": ROUND_HALF_UP, "half_even": ROUND_HALF_EVEN, "down": ROUND_DOWN}
+
+
+def by_hand(coups) -> tuple[Decimal, Decimal]:
+    """Mean and variance of the commission, coup by coup: P(banker) of the
+    coup's own rules (decks, tableau, prescribed cells) times the levy its
+    rate, unit and mode take on its covered amount (rounded here without the
+    engine's helper)."""
+    mean = var = Decimal("0")
+    with localcontext() as ctx:
+        ctx.prec = 34
+        for c in coups.select_related("rules"):
+            r = c.rules
+            p = p_banker_play(rules_play(r, c.tableau_version))
+            steps = (r.commission_rate * c.covered / r.commission_unit).quantize(
+                Decimal(1), rounding=MODES[r.commission_rounding])
+            levy = steps * r.commission_unit
+            mean += p * levy
+            var += p * (1 - p) * levy * levy
+    return mean, var
+
+
+def same(a: Decimal, b: Decimal) -> bool:
+    return abs(a - b) < Decimal("1e-20")
+
+
 def test_expected_commission_and_band(nights):
     report = commission_report(from_day=DAY1, to_day=DAY3)
     p = p_banker(6, "chemmy-standard-1")
     assert Decimal("0.45") < p < Decimal("0.46")
     t = report.total
-    assert t.expected == (Decimal("0.05") * p * t.covered).quantize(Decimal("0.01"))
-    sq = DailyRollup.objects.aggregate(s=Sum("covered_sq"))["s"]
-    sd = (Decimal("0.0025") * p * (1 - p) * sq).sqrt()
+    mean, var = by_hand(current_coups())
+    # exact up to the last of 34 digits (grouped coups are summed n x p x L)
+    assert same(t.exp.mean, mean) and same(t.exp.var, var)
+    assert t.expected == mean.quantize(Decimal("0.01"))
+    # rounding to 0.10 half up is not rate x C: on these stakes it adds a little
+    assert t.exp.mean != Decimal("0.05") * p * t.covered
+    sd = var.sqrt()
     assert abs(t.band_high - (t.exp.mean + Decimal("1.96") * sd)) < Decimal("0.01")
     assert t.band_low < t.expected < t.band_high
     # simulated play is fair: the total is within a few standard deviations
     assert abs(t.z) < 3
+    # every grouping splits the same coups: the same expectation in total
+    for group_by in ("table", "gaming_day", "croupier", "banker"):
+        rows = commission_report(from_day=DAY1, to_day=DAY3, group_by=group_by).rows
+        assert same(sum(r.exp.mean for r in rows), mean), group_by
 
 
-def test_a_cell_outside_the_band_is_flagged(table, croupier):
-    """A table-day whose commission is far below what its turnover implies."""
-    DailyRollup.objects.create(
-        table=table, gaming_day=DAY1, croupier=croupier, banker_seat=1, coups=500,
-        banker_wins=10, punter_wins=450, ties=40, covered=Decimal("100000"),
-        covered_sq=Decimal("20000000"), commission=Decimal("50.00"),
-    )
-    DailyRollup.objects.create(
-        table=table, gaming_day=DAY2, croupier=croupier, banker_seat=1, coups=500,
-        banker_wins=229, punter_wins=223, ties=48, covered=Decimal("100000"),
-        covered_sq=Decimal("20000000"), commission=Decimal("2290.00"),
-    )
+@pytest.mark.tampers  # moves a rollup's commission without a coup
+def test_a_cell_outside_the_band_is_flagged(croupier):
+    """A table-day whose commission is far below what its coups imply."""
+    play(croupier, DAY1, seed=5, prefix="Band")
+    play(croupier, DAY2, seed=6, prefix="Band")
+    table = Table.objects.get(name="Band 5-1")
+    DailyRollup.objects.filter(table=table, gaming_day=DAY1).update(
+        commission=Decimal("0.10"))
     report = commission_report(from_day=DAY1, to_day=DAY2)
     assert [c.key for c in report.flagged] == [(table.pk, DAY1)]
     bad = report.flagged[0]
@@ -125,16 +156,18 @@ def test_rules_in_force_follow_each_version(croupier, manager):
     report = commission_report(from_day=DAY1, to_day=DAY2, group_by="gaming_day")
     assert [(r["version"], r["decks"]) for r in report.rules] == [(1, 6), (2, 8)]
     assert report.rules[1]["from_day"] == DAY2.isoformat()
+    assert [r["coups"] for r in report.rules] == [
+        Coup.objects.filter(gaming_day=d).count() for d in (DAY1, DAY2)]
     day1, day2 = report.rows
-    p6, p8 = p_banker(6, "chemmy-standard-1"), p_banker(8, "chemmy-standard-1")
-    assert day1.expected == (Decimal("0.05") * p6 * day1.covered).quantize(
-        Decimal("0.01"))
-    assert day2.expected == (Decimal("0.04") * p8 * day2.covered).quantize(
-        Decimal("0.01"))
+    # each day's coups weighed under their own version (6 decks at 5 %, then
+    # 8 decks at 4 %)
+    assert same(day1.exp.mean, by_hand(current_coups().filter(gaming_day=DAY1))[0])
+    assert same(day2.exp.mean, by_hand(current_coups().filter(gaming_day=DAY2))[0])
+    assert {c.rules.decks for c in Coup.objects.filter(gaming_day=DAY2)} == {8}
     # grouped by croupier, each part is still weighed with its own day's rules
     by_croupier = commission_report(from_day=DAY1, to_day=DAY2, group_by="croupier")
-    assert by_croupier.total.exp.mean == report.total.exp.mean
-    assert by_croupier.rows[0].exp.mean == day1.exp.mean + day2.exp.mean
+    assert same(by_croupier.total.exp.mean, report.total.exp.mean)
+    assert same(by_croupier.rows[0].exp.mean, day1.exp.mean + day2.exp.mean)
     only_day1 = commission_report(from_day=DAY1, to_day=DAY1)
     assert [r["version"] for r in only_day1.rules] == [1]
 
