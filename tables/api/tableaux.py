@@ -21,7 +21,6 @@ from ..errors import Invalid
 from ..models import Table, TableauVersion
 from ..services.floor import gaming_day_for
 from ..services.tableaux import (
-    CELL_VALUES,
     tableau_assign,
     tableau_derive,
     tableau_diff,
@@ -62,8 +61,10 @@ class CellChangeSerializer(serializers.Serializer):
     cell = serializers.CharField(help_text='"3/9": banker 3, punter\'s third card 9')
     banker = serializers.IntegerField()
     column = serializers.CharField(help_text="'stood' or the third card 0-9")
-    from_ = serializers.ChoiceField(choices=CELL_VALUES)
-    to = serializers.ChoiceField(choices=CELL_VALUES)
+    # D, S or O (text, not an enum: the schema would name the same choice
+    # set twice)
+    from_ = serializers.CharField(help_text="D, S or O")
+    to = serializers.CharField(help_text="D, S or O")
 
     def get_fields(self):
         fields = super().get_fields()
