@@ -88,7 +88,7 @@ def test_list_editor_save_diff_assign(manager, table, std):
     assert rules.tableau == row and rules.effective_from == tomorrow
     offer = c.get(r["Location"]).content.decode()
     assert 'id="reaudit-offer"' in offer and "plays this version from" in offer
-    assert f'name="tableau_version" value="club-2027"' in offer
+    assert 'name="tableau_version" value="club-2027"' in offer
     assert (f'value="{(tomorrow - timedelta(days=30)).isoformat()}"' in offer)
 
 
