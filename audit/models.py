@@ -144,3 +144,28 @@ class FlagEvent(AppendOnlyModel):
 
     class Meta:
         ordering = ["flag", "at", "id"]
+
+
+class GamingDayClose(AppendOnlyModel):
+    """A gaming day closed at one cut-off hour and what the close ran for it,
+    written once it has run (audit/reports/nightly.py): the hourly beat task
+    finds it here and does not run it again, however often it fires."""
+
+    class Kind(models.TextChoices):
+        ANCHOR = "anchor", "trail anchored"
+        LEDGER = "ledger", "ledger re-settled"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    cutoff_hour = models.PositiveSmallIntegerField()
+    gaming_day = models.DateField()
+    done_at = models.DateTimeField()
+    summary = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["gaming_day", "cutoff_hour", "kind"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "cutoff_hour", "gaming_day"],
+                name="gaming_day_close_once",
+            )
+        ]

@@ -209,6 +209,15 @@ if not 1 <= TRAIL_ANCHOR_MINUTES <= 1440:
         "Environment variable TRAIL_ANCHOR_MINUTES: between 1 and 1440"
     )
 
+# The gaming-day close (audit/reports/nightly.py, beat hourly at :15): a day
+# that ended at the cut-off hour H is closed (reports, ledger re-settlement)
+# from H:00 plus this margin, so that coups still queued on a tablet land first.
+NIGHTLY_MARGIN_MINUTES = _read("NIGHTLY_MARGIN_MINUTES", env.int, default=10)
+if not 0 <= NIGHTLY_MARGIN_MINUTES <= 180:
+    raise ImproperlyConfigured(
+        "Environment variable NIGHTLY_MARGIN_MINUTES: between 0 and 180"
+    )
+
 REDIS_URL = _read("REDIS_URL", env.str, default="")
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(

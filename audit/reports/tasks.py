@@ -62,6 +62,15 @@ def nightly_reports_task(cutoff_hour: int | None = None, format: str = "pdf") ->
     return [j.pk for j in jobs]
 
 
+@shared_task(name="reports.gaming_day_close", **TASK)
+def gaming_day_close_task(format: str = "pdf") -> dict:  # noqa: A002
+    """Hourly (beat): close the gaming day at every cut-off hour in use
+    (audit/reports/nightly.py). Idempotent: run it as often as you like."""
+    from .nightly import gaming_day_close
+
+    return {str(k): v for k, v in gaming_day_close(format=format).items()}
+
+
 @shared_task(name="reports.dispatch_pending", **TASK)
 def dispatch_pending_task() -> int:
     return services.dispatch_pending()

@@ -306,8 +306,10 @@ def test_the_triggers_refuse_the_edit_and_the_bypass_is_caught(night):
 def _schedules():
     from django.apps import apps
 
-    migration = importlib.import_module("audit.migrations.0003_ledger_mismatch")
-    migration.create(apps, None)  # put back after a transactional test's flush
+    # put back after a transactional test's flush, as the migrations leave them
+    for name in ("audit.migrations.0003_ledger_mismatch",
+                 "audit.migrations.0004_gaming_day_close"):
+        importlib.import_module(name).create(apps, None)
 
 
 @pytest.mark.tampers
@@ -399,15 +401,18 @@ def test_the_queue_page_and_the_api_show_a_ledger_flag(night, pitboss, client,
 
 
 def test_the_nightly_schedule_is_in_the_database():
+    """The re-settlement runs in the hourly gaming-day close, at each cut-off
+    in use (audit/reports/nightly.py; tests/reports/test_gaming_day_close.py),
+    not at a fixed 06:30."""
     from django_celery_beat.models import PeriodicTask
 
     from casino.celery import app
 
     _schedules()
-    task = PeriodicTask.objects.get(task="audit.verify_ledger")
-    assert (task.crontab.hour, task.crontab.minute) == ("6", "30")
-    assert str(task.crontab.timezone) == "Europe/Paris"
-    assert json.loads(task.kwargs) == {"cutoff_hour": 6} and task.enabled
+    assert not PeriodicTask.objects.filter(task="audit.verify_ledger").exists()
+    task = PeriodicTask.objects.get(task="reports.gaming_day_close")
+    assert (task.crontab.hour, task.crontab.minute) == ("*", "15")
+    assert str(task.crontab.timezone) == "Europe/Paris" and task.enabled
     app.loader.import_default_modules()
     assert "audit.verify_ledger" in app.tasks
     options = app.tasks["audit.verify_ledger"]

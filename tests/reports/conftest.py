@@ -104,14 +104,16 @@ def _migration_rows(transactional_db):
 
 @pytest.fixture
 def beat_rows(db):
-    """The schedules migration 0002 writes, put back if a transactional test
-    elsewhere flushed them (the migration's own function, idempotent)."""
+    """The schedules migrations reports 0002 and audit 0004 leave, put back if
+    a transactional test elsewhere flushed them (the migrations' own
+    functions, idempotent)."""
     import importlib
 
     from django.apps import apps
 
-    importlib.import_module("audit.reports.migrations.0002_schedules").create(
-        apps, None)
+    for name in ("audit.reports.migrations.0002_schedules",
+                 "audit.migrations.0004_gaming_day_close"):
+        importlib.import_module(name).create(apps, None)
 
 
 # -- real workers (test_worker.py, test_worker_lost.py) ------------------------

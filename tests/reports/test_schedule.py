@@ -55,14 +55,17 @@ def test_nightly_builds_yesterdays_report_for_each_open_table_once(
 def test_the_schedules_are_in_the_database_and_run_the_tasks(beat_rows):
     from casino.celery import app
 
-    nightly = PeriodicTask.objects.get(task="reports.nightly")
-    assert nightly.crontab.hour == "6" and nightly.crontab.minute == "0"
-    assert str(nightly.crontab.timezone) == "Europe/Paris"
-    assert nightly.kwargs == '{"cutoff_hour": 6}' and nightly.enabled
+    # no schedule per cut-off hour: one hourly close follows the house rules
+    assert not PeriodicTask.objects.filter(task="reports.nightly").exists()
+    close = PeriodicTask.objects.get(task="reports.gaming_day_close")
+    assert close.crontab.hour == "*" and close.crontab.minute == "15"
+    assert str(close.crontab.timezone) == "Europe/Paris"
+    assert close.kwargs == "{}" and close.enabled
     sweep = PeriodicTask.objects.get(task="reports.dispatch_pending")
     assert sweep.interval.every == 2
     app.loader.import_default_modules()
-    assert {"reports.nightly", "reports.dispatch_pending", "reports.build",
+    assert {"reports.nightly", "reports.gaming_day_close",
+            "reports.dispatch_pending", "reports.build",
             "reports.reaudit_chunk", "reports.reaudit_finish"} <= set(app.tasks)
 
 
@@ -70,13 +73,13 @@ def test_the_schedules_are_in_the_database_and_run_the_tasks(beat_rows):
 def test_editing_a_schedule_in_the_admin_is_logged(beat_rows, client):
     admin = User.objects.create_superuser("boss", password="pw-boss")
     client.force_login(admin)
-    nightly = PeriodicTask.objects.get(task="reports.nightly")
+    nightly = PeriodicTask.objects.get(task="reports.gaming_day_close")
     url = f"/admin/django_celery_beat/periodictask/{nightly.pk}/change/"
     page = client.get(url)
     assert page.status_code == 200
     form = page.context["adminform"].form
     data = {k: v for k, v in form.initial.items() if v is not None}
-    data.update(enabled="", crontab=nightly.crontab_id, kwargs='{"cutoff_hour": 6}',
+    data.update(enabled="", crontab=nightly.crontab_id, kwargs="{}",
                 args="[]", headers="{}", priority="", expires="", expire_seconds="",
                 queue="", exchange="", routing_key="", description="off for a day",
                 start_time_0="", start_time_1="", one_off="", _save="Save")

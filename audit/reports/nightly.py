@@ -1,0 +1,174 @@
+"""The gaming-day close: nightly jobs that follow the tables' house rules.
+
+One beat task runs every hour (migration audit 0004: at :15, in the casino's
+time zone) and calls ``gaming_day_close``. For each cut-off hour H in use (the
+cut-off an active table's gaming day runs on now: its open session's pinned
+rules, else the version in force for its next session), the latest gaming day
+that closed at H at least NIGHTLY_MARGIN_MINUTES ago is closed:
+
+- each table on H gets that day's commission report (one job per table and
+  day: the ReportJob dedupe key, shared with the older per-hour task);
+- the change log is anchored, and the day is re-settled from the cards
+  (verify_ledger, all tables: a table on a later cut-off is re-settled again
+  at its own close, and a difference is flagged once whoever finds it), each
+  once per cut-off and day (a GamingDayClose row, written when it has run).
+
+Nothing is scheduled per cut-off: a manager who sets a new cut-off hour edits
+no schedule, and an hour nobody's tables use any more runs nothing. Beat
+firing twice, a worker redelivering the task, or an hour missed (beat down)
+is harmless: the day closed at H stays "the latest closed" for 24 hours, and
+everything above is done once. A worker killed mid-way leaves no row, so the
+next run does it; two runs at once on PostgreSQL take an advisory lock per
+(kind, cut-off, day), and the second leaves it to the first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from audit.models import GamingDayClose
+from tables.models import Table, TableSession
+from tables.services import gaming_day_for
+from tables.services.house import rules_in_force
+
+from .models import ReportJob
+
+log = logging.getLogger(__name__)
+DEFAULT_CUTOFF = 6
+LOCK_BASE = 0x4744430000  # "GDC": advisory lock keys of the close
+
+
+def margin() -> timedelta:
+    return timedelta(minutes=getattr(settings, "NIGHTLY_MARGIN_MINUTES", 10))
+
+
+def table_cutoff(table: Table, now: datetime) -> int:
+    """The cut-off hour the table's gaming day runs on now: its open session's
+    (a session keeps the version it opened under, and its coups take their
+    gaming day from it), else the version its next session will play."""
+    session = (TableSession.objects.filter(table=table, closed_at__isnull=True)
+               .select_related("rules").first())
+    if session is not None and session.rules is not None:
+        return session.rules.gaming_day_cutoff
+    latest = table.rules
+    if latest is None:
+        return DEFAULT_CUTOFF
+    in_force = rules_in_force(table, gaming_day_for(now, latest.gaming_day_cutoff))
+    return (in_force or latest).gaming_day_cutoff
+
+
+def cutoffs_in_use(now: datetime) -> dict[int, list[Table]]:
+    """Active tables by the cut-off hour they are on."""
+    out: dict[int, list[Table]] = defaultdict(list)
+    for table in Table.objects.filter(active=True).select_related("rules"):
+        out[table_cutoff(table, now)].append(table)
+    return dict(sorted(out.items()))
+
+
+def closed_day(now: datetime, cutoff: int) -> date:
+    """The latest gaming day at ``cutoff`` that closed at least the margin
+    ago (local time of the casino: TIME_ZONE)."""
+    return gaming_day_for(now - margin(), cutoff) - timedelta(days=1)
+
+
+def gaming_day_close(*, now: datetime | None = None, format: str = "pdf",  # noqa: A002
+                     ledger: bool = True) -> dict:
+    """Close, for every cut-off hour in use, the gaming day that closed last.
+    Returns {cut-off: {"day", "tables", "jobs", "anchored", "ledger"}}."""
+    now = now or timezone.now()
+    out = {}
+    for cutoff, tables in cutoffs_in_use(now).items():
+        day = closed_day(now, cutoff)
+        jobs = [job.pk for t in tables
+                if (job := table_report(table=t, day=day, format=format))]
+        anchored = _once(GamingDayClose.Kind.ANCHOR, cutoff, day,
+                         lambda c=cutoff, d=day: _anchor(c, d))
+        verified = ledger and _once(GamingDayClose.Kind.LEDGER, cutoff, day,
+                                    lambda d=day: _verify(d))
+        out[cutoff] = {"day": day.isoformat(), "tables": [t.pk for t in tables],
+                       "jobs": jobs, "anchored": bool(anchored),
+                       "ledger": bool(verified)}
+    return out
+
+
+def table_report(*, table: Table, day: date, format: str = "pdf"):  # noqa: A002
+    """Gaming day ``day``'s commission report for one table, once (None if it
+    was asked for already)."""
+    from .services import report_request
+
+    key = f"nightly:commission:{table.pk}:{day.isoformat()}:{format}"
+    if ReportJob.objects.filter(dedupe_key=key).exists():
+        return None
+    try:
+        with transaction.atomic():
+            return report_request(
+                user=None, kind="commission", format=format, from_day=day,
+                to_day=day, group_by="croupier", table_ids=[table.pk],
+                source=ReportJob.Source.NIGHTLY, dedupe_key=key, device="beat",
+            )
+    except IntegrityError:  # a concurrent run made it first
+        return None
+
+
+def _anchor(cutoff: int, day: date) -> dict:
+    from casino.anchors import trail_anchor
+
+    anchor = trail_anchor(reason=f"gaming-day close {day} (cut-off {cutoff}:00)")
+    return {"row": anchor.row, "hash": anchor.hash} if anchor else {}
+
+
+def _verify(day: date) -> dict:
+    from audit.services.ledger_flags import ledger_nightly
+
+    summary = ledger_nightly(day=day, device="beat")
+    return {k: v.isoformat() if isinstance(v, date) else v
+            for k, v in summary.items()}
+
+
+def _once(kind: str, cutoff: int, day: date, run) -> dict | None:
+    """Run ``run`` for (kind, cut-off, day) unless it has run: the row is
+    written after it, so a run that died is done again by the next."""
+    done = GamingDayClose.objects.filter(kind=kind, cutoff_hour=cutoff,
+                                         gaming_day=day)
+    if done.exists():
+        return None
+    with _lock(kind, cutoff, day) as mine:
+        if not mine or done.exists():
+            return None
+        summary = run()
+        try:
+            with transaction.atomic():
+                GamingDayClose.objects.create(
+                    kind=kind, cutoff_hour=cutoff, gaming_day=day,
+                    done_at=timezone.now(), summary=summary)
+        except IntegrityError:
+            return None
+    log.info("gaming day %s closed at cut-off %s: %s", day, cutoff, kind)
+    return summary
+
+
+@contextmanager
+def _lock(kind: str, cutoff: int, day: date):
+    """A session-level advisory lock on PostgreSQL (released when the
+    connection goes, so a killed worker never holds it); SQLite has one
+    writer at a time anyway."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    key = LOCK_BASE + (day.toordinal() * 24 + cutoff) * 2 + (kind == "ledger")
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        got = cur.fetchone()[0]
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", [key])
