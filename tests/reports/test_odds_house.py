@@ -199,3 +199,38 @@ def test_the_command_with_explicit_options(capsys):
                       banker_prescriptions={"5/4": "stand"})
     assert out["counts"]["banker"] == mine.banker
     assert out["banker_prescriptions"] == {"5/4": "stand"}
+
+
+# -- what a report says it used ----------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_reports_state_the_rules_they_weighed_with(croupier, manager, as_user,
+                                                   tmp_path):
+    from audit.reports import sheets, writers
+    from tables.models import Coup
+
+    from .conftest import DAY1, play
+
+    play(croupier, DAY1, seed=61, prefix="Stated")
+    r = as_user(manager).get("/api/v1/reports/commission/",
+                             {"from_day": str(DAY1), "to_day": str(DAY1)})
+    assert r.status_code == 200, r.content
+    body = r.json()
+    [rules] = body["house_rules"]
+    assert rules["commission_rounding"] == "half_up"
+    assert rules["commission_unit"] == "0.10" and rules["maximum_bank"] is None
+    assert rules["punter_five"] == "free" and rules["banker_prescriptions"] == {}
+    assert rules["coups"] == Coup.objects.count() > 0
+    # money, the expectation and its band as decimal strings (casino/drf.py)
+    total = body["total"]
+    for key in ("covered", "commission", "expected", "band_low", "band_high"):
+        assert isinstance(total[key], str) and Decimal(total[key]) >= 0, key
+    # the CSV's stamp names them too
+    doc = sheets.commission_document(
+        params={"from_day": str(DAY1), "to_day": str(DAY1)}, user=manager)
+    path = tmp_path / "c.csv"
+    writers.write_csv(doc, path)
+    text = path.read_text()
+    assert "rounded to 0.10 half up" in text and "punter's 5 free" in text
+    assert f"{rules['coups']} coups" in text
