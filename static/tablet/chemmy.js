@@ -159,12 +159,23 @@
     return [BigInt(whole + frac), 10n ** BigInt(frac.length)];
   }
 
-  /** Commission on C cents: rate x C, rounded half up to a multiple of unit. */
-  function commission(coveredCents, rate, unitCents) {
+  /** Commission on C cents: rate x C, rounded to a multiple of unit in the
+   *  house's mode (docs/rules.md, "House rules"): half_up (the default),
+   *  half_even, or down (toward zero). */
+  function commission(coveredCents, rate, unitCents, mode) {
     const [num, den] = fraction(rate);
     const n = BigInt(coveredCents) * num; // exact commission x den, in cents
     const d = den * BigInt(unitCents);
-    const steps = (2n * n + d) / (2n * d); // half up, n >= 0
+    let steps;
+    if (mode === "down") {
+      steps = n / d; // n >= 0: truncation is toward zero
+    } else if (mode === "half_even") {
+      const q = n / d;
+      const twice = 2n * (n - q * d); // compare the remainder with d / 2
+      steps = twice > d || (twice === d && q % 2n === 1n) ? q + 1n : q;
+    } else {
+      steps = (2n * n + d) / (2n * d); // half up, n >= 0
+    }
     return Number(steps * BigInt(unitCents));
   }
 
@@ -174,7 +185,13 @@
 
   /** Cover stakes [{seat|standing, amount (cents), announcement}] from the bank,
    *  as chemmy.cover_stakes does for valid input. Returns cents. */
-  function cover(stakes, bank, bankerSeat, seats) {
+  function cover(stakes, bank, bankerSeat, seats, rule, maximumBank) {
+    // House rules (docs/rules.md): a maximum bank caps what is in play (the
+    // excess is garaged); "all_or_nothing" declines whole a stake that does
+    // not fit in what is left.
+    const inPlay =
+      maximumBank !== null && maximumBank !== undefined ? Math.min(bank, maximumBank) : bank;
+    const whole = rule === "all_or_nothing";
     const valid = stakes.map(function (s, i) {
       const rotation =
         s.seat !== null && s.seat !== undefined
@@ -187,10 +204,11 @@
       const pb = PRIORITY[b.stake.announcement || "none"];
       return pa - pb || a.rotation - b.rotation;
     });
-    let remaining = bank;
+    let remaining = inPlay;
     const covered = {};
     for (const v of order) {
-      const take = Math.min(v.stake.amount, remaining);
+      let take = Math.min(v.stake.amount, remaining);
+      if (whole && take < v.stake.amount) take = 0;
       covered[v.index] = take;
       remaining -= take;
     }
@@ -207,8 +225,8 @@
     }
     return {
       bank: bank,
-      covered: bank - remaining,
-      garage: remaining,
+      covered: inPlay - remaining,
+      garage: bank - (inPlay - remaining),
       stakes: valid.map(function (v) {
         return {
           index: v.index,
@@ -223,10 +241,10 @@
   }
 
   /** Settle on the covered amount (docs/rules.md, "Settlement"). */
-  function settle(outcome, coverage, rate, unitCents) {
+  function settle(outcome, coverage, rate, unitCents, mode) {
     const c = coverage.covered;
     if (outcome === "banker") {
-      const com = commission(c, rate, unitCents);
+      const com = commission(c, rate, unitCents, mode);
       return {
         outcome: outcome,
         covered: c,

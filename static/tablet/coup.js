@@ -207,6 +207,11 @@
   let stakes = []; // {seat, standing, amount (cents), announcement}
   let selected = null;
   let currentAmount = C.toCents(S.rules.minimum_stake);
+
+  /** The house's maximum bank in cents, or null (no maximum). */
+  function maximumBank() {
+    return S.rules.maximum_bank ? C.toCents(S.rules.maximum_bank) : null;
+  }
   let standingCount = 0;
   let cards = {};
   // What the croupier did, in order: a slot filled ("p1".."b3"), "stand" (the
@@ -302,7 +307,8 @@
 
   function coverage() {
     if (!view.turnOpen || !stakes.length) return null;
-    return C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats);
+    return C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats,
+      S.rules.cover_rule, maximumBank());
   }
 
   function stakeName(s) {
@@ -760,8 +766,12 @@
       resultText(r.outcome, r.punter_total, r.banker_total);
     const box = el("div", { class: "result-box outcome-" + r.outcome, "data-seq": String(r.seq), "data-state": r.provisional ? "waiting" : "recorded" });
     box.append(el("h3", { text: head }));
+    if (r.corrected) box.append(el("p", { class: "corrected", text: r.corrected }));
     if (r.provisional) box.append(el("p", { class: "provisional", text: T.provisional }));
-    if (r.outcome === "tie") box.append(el("p", { class: "tie-note", text: T.tie_stakes_stay }));
+    if (r.outcome === "tie") {
+      const stay = S.rules.tie_rule !== "returned";
+      box.append(el("p", { class: "tie-note", text: stay ? T.tie_stakes_stay : T.tie_stakes_returned }));
+    }
     if (r.findings && r.findings.length) {
       const ul = el("ul", { class: "findings", "aria-label": T.findings });
       r.findings.forEach((f) => ul.append(el("li", { text: f })));
@@ -823,6 +833,10 @@
       findings: [],
       by: last.entered_by,
       provisional: false,
+      // the latest revision of a coup a pit boss corrected, said so
+      corrected: last.revision > 1
+        ? fmt(T.corrected_line, { n: last.revision, who: last.corrected_by || "" })
+        : null,
     };
   }
 
@@ -852,8 +866,10 @@
   }
 
   function provisional(verdict) {
-    const cov = C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats);
-    const st = C.settle(verdict.outcome, cov, S.rules.commission_rate, C.toCents(S.rules.commission_unit));
+    const cov = C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats,
+      S.rules.cover_rule, maximumBank());
+    const st = C.settle(verdict.outcome, cov, S.rules.commission_rate,
+      C.toCents(S.rules.commission_unit), S.rules.commission_rounding);
     let suivi = null;
     if (verdict.outcome === "banker" && cov.punter_index !== null) {
       const holder = stakes[cov.punter_index];
@@ -887,6 +903,8 @@
   function save() {
     hideAlert();
     if (paused) return;
+    // House rule hold_on_error: a critical finding stopped play at this shoe.
+    if (S.shoe.held_by_seq) return showAlert(fmt(T.refused_shoe_held, { n: S.shoe.held_by_seq }));
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);

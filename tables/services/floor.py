@@ -190,7 +190,7 @@ def shoe_open(
             raise Conflict("session", "this session is closed")
         if session.shoes.filter(closed_at__isnull=True).exists():
             raise Conflict("session", "close the current shoe before opening another")
-        decks = session.table.rules.decks if decks is None else decks
+        decks = session.house_rules.decks if decks is None else decks
         if not 1 <= decks <= 8:
             raise Invalid("decks", "must be between 1 and 8")
         if not 0 <= burned <= 52 * decks - 7:

@@ -100,7 +100,7 @@ def coup_screen(request, shoe_id: int):
     state["user_id"] = request.user.pk
     state["user_name"] = request.user.get_full_name() or state["user"]
     state["urls"]["accept"] = reverse("tablet:accept")
-    state["quick_amounts"] = quick_amounts(shoe.session.table.rules.minimum_banco)
+    state["quick_amounts"] = quick_amounts(shoe.session.house_rules.minimum_banco)
     state["language"] = request.LANGUAGE_CODE
     state["urls"]["pass_template"] = reverse("tablet:turn-pass", args=[0])
     ranks, suits = card_keys()

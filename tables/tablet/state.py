@@ -41,6 +41,11 @@ def coup_summary(coup: Coup | None) -> dict | None:
         "bank_after": _money(coup.bank_after),
         "next_banker_seat": coup.next_banker_seat,
         "entered_by": coup.entered_by.get_username(),
+        # A pit boss's correction: the latest revision, marked on the panel.
+        "revision": coup.revision,
+        "corrected_by": coup.corrected_by.get_username()
+        if coup.corrected_by_id
+        else None,
         "finding_count": coup.finding_count,
         "cards_left": coup.cards_left_before
         - len(coup.punter_cards)
@@ -51,7 +56,7 @@ def coup_summary(coup: Coup | None) -> dict | None:
 def last_coup(shoe: Shoe) -> Coup | None:
     return (
         Coup.objects.filter(shoe=shoe)
-        .select_related("entered_by")
+        .select_related("entered_by", "corrected_by")
         .order_by("-seq", "-revision")
         .first()
     )
@@ -77,7 +82,7 @@ def shoe_state(shoe: Shoe) -> dict:
     """Everything the coup screen needs, as JSON-ready data."""
     session = shoe.session
     table = session.table
-    rules = table.rules
+    rules = session.house_rules  # the version this session plays
     turn = session.turns.filter(closed_at__isnull=True).first()
     last_turn, offer = passed_bank_offer(session)
     return {
@@ -88,6 +93,7 @@ def shoe_state(shoe: Shoe) -> dict:
             "next_seq": shoe.next_seq,
             "cards_left": shoe.cards_left,
             "open": shoe.is_open,
+            "held_by_seq": shoe.held_by_seq,
         },
         "session": {"id": session.pk, "open": session.is_open},
         "table": {"id": table.pk, "name": table.name, "seats": table.seats},
@@ -96,6 +102,11 @@ def shoe_state(shoe: Shoe) -> dict:
             "minimum_stake": _money(rules.minimum_banco / 10),
             "commission_rate": str(rules.commission_rate),
             "commission_unit": _money(rules.commission_unit),
+            "commission_rounding": rules.commission_rounding,
+            "cover_rule": rules.cover_rule,
+            "maximum_bank": _money(rules.maximum_bank),
+            "tie_rule": rules.tie_rule,
+            "hold_on_error": rules.hold_on_error,
         },
         "tableau": rules.tableau.as_engine().to_dict(),
         "turn": turn_dict(turn),
@@ -216,6 +227,10 @@ def js_strings() -> dict[str, str]:
         # results: one wording (tables.wording), resultText() in coup.js
         **result_strings(),
         "tie_stakes_stay": _("The stakes stay on the table for the next coup."),
+        "tie_stakes_returned": _(
+            "The stakes go back to the punters: the next coup's stakes are placed "
+            "afresh."
+        ),
         "coup_n": _("Coup {n}"),
         "commission": _("Commission"),
         "payouts": _("Payouts"),
@@ -403,6 +418,7 @@ def js_strings() -> dict[str, str]:
         "no_target": _("Choose who takes the next card."),
         "undo_nothing": _("Nothing to undo."),
         "shoe_empty": _("Only {n} cards left in the shoe."),
+        "corrected_line": _("Revision {n}: corrected by {who}"),
         # a card in words, for screen readers (tables/cards.py)
         **card_strings(),
     }

@@ -152,7 +152,7 @@ def _hub_context(
     request, session: TableSession, shoe_form=None, turn_form=None
 ) -> dict:
     table = session.table
-    rules = table.rules
+    rules = session.house_rules  # the version this session plays
     shoe = session.shoes.filter(closed_at__isnull=True).first()
     turn = session.turns.filter(closed_at__isnull=True).first()
     last_turn, offer = services.passed_bank_offer(session)
@@ -240,7 +240,9 @@ def turn_open(request, session_id: int):
         return refused
     table = session.table
     form = TurnOpenForm(
-        request.POST, seats=table.seats, minimum_banco=table.rules.minimum_banco
+        request.POST,
+        seats=table.seats,
+        minimum_banco=session.house_rules.minimum_banco,
     )
     return _hub_form_submit(
         request, session, form, services.banker_turn_open, "turn_form"

@@ -7,7 +7,8 @@ total, plus every natural, in the page's own JavaScript, and compared with
 tables.chemmy field by field, finding messages included (a card in them as the
 pad labels it). A punto-banco table
 proves the page reads the table's tableau rather than a copy of its own.
-Coverage and settlement are compared on a few hundred random stake sets.
+Coverage and settlement are compared on 800 random stake sets, under every
+house-rule variant (rounding mode, cover rule, maximum bank).
 """
 
 from __future__ import annotations
@@ -167,8 +168,9 @@ JS_COVER = """
     seat: s.seat, standing: s.standing, announcement: s.announcement,
     amount: Chemmy.toCents(s.amount)}));
   const bank = Chemmy.toCents(c.bank);
-  const cov = Chemmy.cover(stakes, bank, c.banker_seat, c.seats);
-  const st = Chemmy.settle(c.outcome, cov, c.rate, Chemmy.toCents(c.unit));
+  const top = c.maximum_bank === null ? null : Chemmy.toCents(c.maximum_bank);
+  const cov = Chemmy.cover(stakes, bank, c.banker_seat, c.seats, c.cover, top);
+  const st = Chemmy.settle(c.outcome, cov, c.rate, Chemmy.toCents(c.unit), c.rounding);
   return {
     covered: Chemmy.centsToString(cov.covered),
     garage: Chemmy.centsToString(cov.garage),
@@ -215,6 +217,10 @@ def random_case(rng: random.Random) -> dict:
                             Decimal("0")]),
         "unit": rng.choice([Decimal("0.10"), Decimal("0.01"), Decimal("1.00"),
                             Decimal("0.50")]),
+        # the house-rule variants (docs/rules.md, "House rules")
+        "rounding": rng.choice(["half_up", "half_even", "down"]),
+        "cover": rng.choice(["partial", "all_or_nothing"]),
+        "maximum_bank": rng.choice([None, None, Decimal(rng.randint(1, 30) * 100)]),
     }
 
 
@@ -224,10 +230,12 @@ def python_answer(c: dict) -> dict:
                         announcement=chemmy.Announcement(s["announcement"]))
          for s in c["stakes"]],
         bank=c["bank"], banker_seat=c["banker_seat"], seats=c["seats"],
-        minimum_banco=Decimal("100"),
+        minimum_banco=Decimal("100"), cover=c["cover"],
+        maximum_bank=c["maximum_bank"],
     )
     st = chemmy.settle(chemmy.Outcome(c["outcome"]), coverage,
-                       commission_rate=c["rate"], commission_unit=c["unit"])
+                       commission_rate=c["rate"], commission_unit=c["unit"],
+                       rounding=chemmy.rounding_mode(c["rounding"]))
     return {
         "covered": f"{coverage.covered:.2f}",
         "garage": f"{coverage.garage:.2f}",
@@ -242,7 +250,7 @@ def python_answer(c: dict) -> dict:
 def check_coverage_and_settlement(page):
     rng = random.Random(20240601)
     picked = []
-    while len(picked) < 400:
+    while len(picked) < 800:
         c = random_case(rng)
         try:
             want = python_answer(c)
@@ -251,8 +259,10 @@ def check_coverage_and_settlement(page):
         picked.append((c, want))
 
     def js_form(c):
+        top = c["maximum_bank"]
         return {**c, "bank": str(c["bank"]), "rate": str(c["rate"]),
                 "unit": str(c["unit"]),
+                "maximum_bank": None if top is None else str(top),
                 "stakes": [{**s, "amount": f"{s['amount']:.2f}"} for s in c["stakes"]]}
 
     got = page.evaluate(JS_COVER, [js_form(c) for c, _ in picked])

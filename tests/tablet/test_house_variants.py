@@ -1,0 +1,95 @@
+"""The coup screen plays the session's own house rules (docs/rules.md, "House
+rules"): its result follows the cover rule, the maximum bank and the levy's
+rounding mode as the server settles them, and a shoe held by a critical
+finding refuses the next coup in the croupier's words before it is sent."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from playwright.sync_api import expect
+
+from tables.models import Coup
+
+from .conftest import TRANSACTIONAL, card, recorded
+
+pytestmark = [pytest.mark.browser, TRANSACTIONAL]
+
+
+def deal(page, *codes):
+    for code in codes:
+        rank, suit = card(page, code)
+        rank.click()
+        suit.click()
+
+
+def stake(page, seat: int, amount: int):
+    page.get_by_role("button", name=f"Seat {seat}", exact=True).click()
+    page.get_by_role("button", name=f"Amount {amount}", exact=True).click()
+
+
+def open_house(manager, croupier, **rules):
+    from tables.services import (
+        banker_turn_open,
+        house_rules_change,
+        session_open,
+        shoe_open,
+        table_create,
+    )
+
+    table = table_create(user=manager, name="Club")
+    house_rules_change(table=table, user=manager, reason="the club's rules", **rules)
+    session = session_open(table=table, user=croupier)
+    shoe = shoe_open(session=session, user=croupier, burned=5)
+    banker_turn_open(session=session, user=croupier, seat=1, bank=Decimal("1000"))
+    return shoe
+
+
+def test_the_result_follows_cover_maximum_and_rounding(
+    page, live_server, signed_in, manager, croupier
+):
+    """Bank 1,000 under a maximum of 600: 400 garaged first. All or nothing:
+    seat 2's 500 is covered, seat 3's 200 does not fit in the 100 left and is
+    declined whole, seat 4's 10 is covered: 510 at risk. The levy rounds down
+    to whole units: 5 % of 510 is 25.50, so 25."""
+    shoe = open_house(manager, croupier, cover_rule="all_or_nothing",
+                      maximum_bank=Decimal("600.00"), commission_rounding="down",
+                      commission_unit=Decimal("1.00"))
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 2, 500)
+    stake(page, 3, 200)
+    stake(page, 4, 10)
+    deal(page, "2H", "9S", "KD", "QC")  # punter 2, banker 9: a natural, he wins
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    result = page.get_by_label("Last coup")
+    expect(result).to_contain_text("Covered (at risk)510")
+    expect(result).to_contain_text("Garage (withdrawn by the banker)490")
+    expect(result).to_contain_text("Commission25")
+    expect(result).to_contain_text("Bank carried forward995")
+    coup = Coup.objects.get(shoe=shoe, seq=1)
+    assert (coup.covered, coup.garage, coup.commission, coup.bank_after) == (
+        Decimal("510.00"), Decimal("490.00"), Decimal("25.00"), Decimal("995.00"))
+    assert [s.covered for s in coup.stakes.order_by("position")] == [
+        Decimal("500.00"), Decimal("0.00"), Decimal("10.00")]
+
+
+def test_a_held_shoe_refuses_the_next_coup_in_words(
+    page, live_server, signed_in, manager, croupier, as_user
+):
+    shoe = open_house(manager, croupier, hold_on_error=True)
+    r = as_user(croupier).post(f"/api/v1/shoes/{shoe.pk}/coups/", {
+        "punter": ["2S", "3H"], "banker": ["9C", "KD"], "declared_bank": "900.00",
+        "stakes": [{"seat": 2, "amount": "100.00"}]}, format="json")
+    assert r.status_code == 201
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 3, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    expect(page.locator("#alert")).to_have_text(
+        "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
+        "boss: he releases the shoe before the next coup.")
+    assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
