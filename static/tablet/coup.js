@@ -962,8 +962,9 @@
     q.push(entry);
     saveQueue(q);
     showProvisional(entry);
-    // Ready for the next coup: a tie leaves the stakes on the table.
-    if (verdict.outcome !== "tie") {
+    // Ready for the next coup: a tie leaves the stakes on the table, unless
+    // the house returns them (house rule tie_rule).
+    if (verdict.outcome !== "tie" || S.rules.tie_rule === "returned") {
       stakes = [];
       standingCount = 0;
     }

@@ -93,3 +93,25 @@ def test_a_held_shoe_refuses_the_next_coup_in_words(
         "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
         "boss: he releases the shoe before the next coup.")
     assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
+
+
+@pytest.mark.parametrize("tie_rule, stays", [("stay", True), ("returned", False)])
+def test_after_a_tie_the_stakes_stay_or_go_back_as_the_house_plays(
+    page, live_server, signed_in, manager, croupier, tie_rule, stays
+):
+    shoe = open_house(manager, croupier, tie_rule=tie_rule)
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 3, 200)
+    deal(page, "8H", "8S", "KD", "QC")  # 8 against 8: a tie of naturals
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    note = ("The stakes stay on the table for the next coup." if stays else
+            "The stakes go back to the punters: the next coup's stakes are placed "
+            "afresh.")
+    expect(page.get_by_label("Last coup")).to_contain_text(note)
+    seat = page.get_by_role("button", name="Seat 3", exact=True)
+    if stays:
+        expect(seat).to_contain_text("200")
+    else:
+        expect(seat).not_to_contain_text("200")
