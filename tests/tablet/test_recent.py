@@ -68,6 +68,11 @@ def test_a_corrected_coup_shows_once_marked_corrected(
         "Punter: king of spades, queen of hearts · "
         "Banker: jack of diamonds, 8 of clubs",
     )
+    # The result panel shows the last coup as it stands, and says why.
+    last = page.get_by_label("Last coup")
+    expect(last.locator(".corrected")).to_have_text(
+        "Revision 2: corrected by pitboss1"
+    )
 
     # A coup entered after it: listed once too, and not marked.
     page.get_by_role("button", name="Seat 3", exact=True).click()
@@ -82,6 +87,7 @@ def test_a_corrected_coup_shows_once_marked_corrected(
     newest = items.first
     expect(newest.locator(".r-seq")).to_have_text("2")
     expect(newest.locator(".r-corrected")).to_have_count(0)
+    expect(last.locator(".corrected")).to_have_count(0)  # coup 2 as recorded
     expect(newest.locator(".r-cards")).to_have_attribute(
         "title",
         "Punter: 10 of hearts, 6 of diamonds · Banker: 2 of spades, 5 of clubs",
@@ -112,6 +118,9 @@ def test_in_french_the_cards_read_as_on_the_pad(
     expect(item.locator(".r-cards")).to_have_attribute(
         "title",
         "Ponte : roi de pique, dame de cœur · Banquier : valet de carreau, 8 de trèfle",
+    )
+    expect(page.get_by_label("Dernier coup").locator(".corrected")).to_have_text(
+        "Révision 2 : corrigé par pitboss1"
     )
 
     # A coup entered on the pad: the slots name the cards in words, the
