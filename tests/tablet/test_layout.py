@@ -130,9 +130,12 @@ def test_the_pad_does_not_move_when_the_network_drops(
         expect(net).not_to_have_class("net net-off")
         lock = page.locator(".bar [data-lock-form] button")
         # Mid-coup: a stake placed, two cards dealt.
-        enter(page, 3, "200", BANKER_NATURAL[:2], seat_word=words[0], amount_word=words[1])
-        pad, bar, lock_box = box_of(page, ".pad"), box_of(page, ".bar"), lock.bounding_box()
-        assert lock_box["y"] + lock_box["height"] <= bar["y"] + bar["height"], "Lock wraps"
+        enter(page, 3, "200", BANKER_NATURAL[:2], seat_word=words[0],
+              amount_word=words[1])
+        pad, bar = box_of(page, ".pad"), box_of(page, ".bar")
+        lock_box = lock.bounding_box()
+        bar_bottom = bar["y"] + bar["height"]
+        assert lock_box["y"] + lock_box["height"] <= bar_bottom, "Lock wraps"
         online_text = net.inner_text()
 
         ctx.set_offline(True)
@@ -152,7 +155,8 @@ def test_the_pad_does_not_move_when_the_network_drops(
         # Still one row of controls in the bar (nothing pushed out of it).
         for el in page.locator(".bar > *:visible").all():
             b = el.bounding_box()
-            assert b["y"] >= bar["y"] and b["y"] + b["height"] <= bar["y"] + bar["height"] + 0.5
+            assert b["y"] >= bar["y"]
+            assert b["y"] + b["height"] <= bar["y"] + bar["height"] + 0.5
 
         ctx.set_offline(False)
         expect(net).to_have_class("net")

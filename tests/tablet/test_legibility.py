@@ -29,7 +29,8 @@ SMALL_TEXT = """
 ([minPx, allowed]) => {
   const small = [];
   let checked = 0;
-  const skip = '[hidden], dialog:not([open]), .sr-only, script, style, template, noscript';
+  const skip = '[hidden], dialog:not([open]), .sr-only, script, style, template, '
+    + 'noscript';
   const report = (el, text, px) => {
     if (allowed.some((sel) => el.closest(sel))) return;
     small.push({text: text.slice(0, 40), px: px, in: el.tagName + '.' + el.className});
@@ -49,7 +50,8 @@ SMALL_TEXT = """
     if (px < minPx) report(el, text, px);
   }
   // What a field shows (its value, its placeholder) is not a text node.
-  for (const el of document.querySelectorAll('input:not([type=hidden]):not([type=radio]), select, textarea')) {
+  const fields = 'input:not([type=hidden]):not([type=radio]), select, textarea';
+  for (const el of document.querySelectorAll(fields)) {
     if (el.closest(skip) || !el.getClientRects().length) continue;
     checked++;
     const px = parseFloat(getComputedStyle(el).fontSize);
@@ -235,7 +237,9 @@ def test_night_theme_on_the_tablet(browser, live_server, croupier, ready_turn):
         ctx.close()
 
 
-def test_night_theme_follows_the_pit_boss_to_the_floor(browser, live_server, pitboss, table):
+def test_night_theme_follows_the_pit_boss_to_the_floor(
+    browser, live_server, pitboss, table
+):
     """A pit boss picks Night in the tablet's Settings: the floor pages turn
     dark (7:1 or more); a new sign-in on another device finds it again (kept
     on the server, per user); Day brings the light back."""

@@ -167,8 +167,10 @@ JS_PLAY = """
     return {
       slot: target ? target.id.replace("slot-", "") : null,
       prompt: next ? next.textContent : null,
-      to_punter: document.getElementById("to-punter").getAttribute("aria-pressed") === "true",
-      to_banker: document.getElementById("to-banker").getAttribute("aria-pressed") === "true",
+      to_punter:
+        document.getElementById("to-punter").getAttribute("aria-pressed") === "true",
+      to_banker:
+        document.getElementById("to-banker").getAttribute("aria-pressed") === "true",
       save: document.getElementById("save").dataset.next,
     };
   };
@@ -178,7 +180,8 @@ JS_PLAY = """
     for (const [what, arg] of actions) {
       if (what === "read") seen.push(read());
       else if (what === "card") { key(arg[0]); key(arg[1]); }
-      else document.getElementById(arg === "punter" ? "to-punter" : "to-banker").click();
+      else document.getElementById(
+        arg === "punter" ? "to-punter" : "to-banker").click();
     }
     return seen;
   });

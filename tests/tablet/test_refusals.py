@@ -268,7 +268,8 @@ def test_a_stake_below_the_minimum_is_stopped_before_saving(
     # the croupier raises it: saved
     page.get_by_role("button", name="Amount 10", exact=True).click()
     page.get_by_role("button", name="Save coup").click()
-    expect(page.locator('#result [data-state="recorded"][data-seq="1"]')).to_be_visible()
+    recorded_1 = '#result [data-state="recorded"][data-seq="1"]'
+    expect(page.locator(recorded_1)).to_be_visible()
 
 
 def test_a_server_refusal_is_shown_in_words(

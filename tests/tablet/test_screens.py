@@ -159,7 +159,9 @@ def test_main_screens(page, live_server, croupier, table, screenshot, lang, them
 FLOOR = LANDSCAPE
 
 
-def test_floor_and_reports_pages(page, live_server, croupier, pitboss, manager, screenshot):
+def test_floor_and_reports_pages(
+    page, live_server, croupier, pitboss, manager, screenshot
+):
     """The pit boss's and the manager's pages at 1280x800 (the floor in
     portrait too), in each language and theme: floor-*, queue-*, flag-*,
     coup-*, correction-*, session-*, stats-*, reports-*.png. One data set,
