@@ -266,3 +266,21 @@ def test_a_prescribed_cell_played_the_other_way_is_a_finding(
         "punter": ["5S", "KH", "9D"], "banker": ["3C", "QD"],
         "stakes": [{"seat": 2, "amount": "100.00"}]})
     assert r.json()["findings"] == []
+
+
+def test_decks_and_the_minimum_banco_through_the_api(floor_api):
+    c, table, session, shoe = floor_api("Eight", {
+        "decks": 8, "minimum_banco": "500.00"})
+    assert shoe["decks"] == 8 and shoe["cards_left"] == 8 * 52 - 3
+    r = post(c, f"/api/v1/sessions/{session['id']}/turns/",
+             {"seat": 1, "bank": "400.00"})
+    assert r.status_code == 400 and "bank" in r.json()
+    r = post(c, f"/api/v1/sessions/{session['id']}/turns/",
+             {"seat": 1, "bank": "500.00"})
+    assert r.status_code == 201
+    # a stake under a tenth of the minimum banco (50.00) is refused naming it
+    r = post(c, f"/api/v1/shoes/{shoe['id']}/coups/", {
+        "punter": CARDS["banker"][0], "banker": CARDS["banker"][1],
+        "stakes": [{"seat": 2, "amount": "40.00"}]})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("stakes[0].amount")
