@@ -57,6 +57,10 @@ class Flag(models.Model):
         CAGNOTTE = "cagnotte"
         STRUCTURE = "structure"
         LEDGER = "ledger", "ledger mismatch"
+        SHOE = "shoe", "shoe count"  # a ShoeFinding: the shoe's, no coup's
+        # A statistical alert of a surveillance run (audit/surveillance): no
+        # coup of its own; its evidence is a SurveillanceEvidence row.
+        SURVEILLANCE = "surveillance"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -65,16 +69,23 @@ class Flag(models.Model):
         RESOLVED = "resolved"  # no longer shown by the record (a correction)
 
     # What it is about, stable across coup revisions: "f:<shoe>:<seq>:<key>",
-    # "c:<session>", "s:<shoe>:<seq>:<kind>", "l:<sha256 of the difference>".
+    # "c:<session>", "s:<shoe>:<seq>:<kind>", "l:<sha256 of the difference>",
+    # "v:<test>:<subject>:<from day>:<to day>" (a surveillance alert: once per
+    # subject, test and period, whichever run finds it).
     ident = models.CharField(max_length=120, unique=True)
-    kind = models.CharField(max_length=10, choices=Kind.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
     code = models.CharField(max_length=32, db_index=True)
     severity = models.CharField(max_length=10, choices=Finding.Severity.choices)
     side = models.CharField(max_length=8, blank=True)
     message = models.CharField(max_length=400)
-    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    # None only for a surveillance alert about a croupier or a banker across
+    # the floor (no one table or session is its subject).
+    table = models.ForeignKey(
+        Table, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     session = models.ForeignKey(
-        TableSession, on_delete=models.PROTECT, related_name="flags"
+        TableSession, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="flags",
     )
     gaming_day = models.DateField(db_index=True)
     shoe = models.ForeignKey(
@@ -169,3 +180,88 @@ class GamingDayClose(AppendOnlyModel):
                 name="gaming_day_close_once",
             )
         ]
+
+
+class SurveillanceRun(models.Model):
+    """One run of the statistical surveillance (audit/surveillance) over a
+    period of gaming days: the nightly one over the day that just closed, or
+    one a manager or an auditor asked for. A small state machine (queued,
+    running, done, failed) with its progress, like a report job; what it
+    found is flags of kind "surveillance" (raised once per subject, test and
+    period, whichever run finds them) and the run's `summary` (the page's
+    charts and tables)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    class Source(models.TextChoices):
+        MANUAL = "manual"
+        NIGHTLY = "nightly"
+
+    from_day = models.DateField()
+    to_day = models.DateField()
+    tables = models.JSONField(default=list, blank=True)  # ids; empty: all
+    source = models.CharField(max_length=10, choices=Source.choices,
+                              default=Source.MANUAL)
+    # The nightly run of one cut-off and gaming day happens once.
+    dedupe_key = models.CharField(max_length=100, null=True, blank=True,
+                                  unique=True)
+    fdr = models.DecimalField(max_digits=5, decimal_places=4)
+    status = models.CharField(max_length=10, choices=Status.choices,
+                              default=Status.QUEUED)
+    stage = models.CharField(max_length=12, blank=True)  # collect, detect, write
+    percent = models.PositiveSmallIntegerField(default=0)
+    coups = models.PositiveIntegerField(default=0)
+    shoes = models.PositiveIntegerField(default=0)
+    tests = models.PositiveIntegerField(default=0)
+    alerts = models.PositiveIntegerField(default=0)  # found by this run
+    alerts_new = models.PositiveIntegerField(default=0)  # raised by this run
+    summary = models.JSONField(default=dict, blank=True)
+    timings = models.JSONField(default=dict, blank=True)  # seconds per stage
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="+",
+    )
+    requested_at = models.DateTimeField()
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["from_day", "to_day", "status"])]
+
+    def __str__(self) -> str:
+        return f"surveillance run {self.pk} {self.from_day}..{self.to_day}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class SurveillanceEvidence(AppendOnlyModel):
+    """What a surveillance alert stands on, written once with its flag and
+    bound to the trail (casino/trail.py BOUND): the test, its statistic and
+    p-value, and the evidence (counts, expectation, limits, the chart's
+    points) as the run computed it."""
+
+    flag = models.ForeignKey(Flag, on_delete=models.PROTECT,
+                             related_name="evidence")
+    run = models.ForeignKey(SurveillanceRun, on_delete=models.PROTECT,
+                            related_name="+")
+    subject = models.CharField(max_length=80)
+    test = models.CharField(max_length=40)
+    statistic = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    q_value = models.FloatField(null=True, blank=True)
+    evidence = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["flag", "id"]

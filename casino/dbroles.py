@@ -42,6 +42,7 @@ UPDATE_TABLES = (
     "reports_reportjob",  # progress of a report build
     "reports_reauditrun",  # progress of a re-audit
     "reports_reauditchunk",
+    "audit_surveillancerun",  # progress of a surveillance run
 )
 READ_ONLY_TABLES = ("django_migrations",)
 GUARD_FUNCTION = """

@@ -218,6 +218,15 @@ if not 0 <= NIGHTLY_MARGIN_MINUTES <= 180:
         "Environment variable NIGHTLY_MARGIN_MINUTES: between 0 and 180"
     )
 
+# Statistical surveillance (audit/surveillance): the false discovery rate its
+# runs control over all the tests of a run (Benjamini-Hochberg), a house
+# setting; a manager may run one period at another rate.
+SURVEILLANCE_FDR = _read("SURVEILLANCE_FDR", env.float, default=0.05)
+if not 0 < SURVEILLANCE_FDR < 0.5:
+    raise ImproperlyConfigured(
+        "Environment variable SURVEILLANCE_FDR: a rate above 0 and below 0.5"
+    )
+
 REDIS_URL = _read("REDIS_URL", env.str, default="")
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(

@@ -58,9 +58,12 @@ BOUND: dict[str, str | None] = {
     "tables.coup": None,
     "tables.stake": "coup_id",
     "tables.finding": "coup_id",
+    "tables.shoefinding": None,
     "audit.cagnottecount": None,
     "audit.cagnotteattestation": None,
     "audit.flagevent": None,
+    # what a surveillance alert stands on (audit/surveillance/run.py)
+    "audit.surveillanceevidence": None,
 }
 # Rows of a bound model that the trail covers, where not all are: a flag's
 # decisions (its other events are derived from the coups by flags_sync).
