@@ -8,6 +8,7 @@ from datetime import date
 from celery import shared_task
 
 from .services.ledger_flags import ledger_nightly
+from .surveillance.tasks import surveillance_run_task  # noqa: F401 (registers it)
 
 TASK = {"acks_late": True, "reject_on_worker_lost": True}
 

@@ -8,6 +8,8 @@ that closed at H at least NIGHTLY_MARGIN_MINUTES ago is closed:
 
 - each table on H gets that day's commission report (one job per table and
   day: the ReportJob dedupe key, shared with the older per-hour task);
+- the day's statistical surveillance runs over those tables (one
+  SurveillanceRun per cut-off and day: its dedupe key; audit/surveillance);
 - the change log is anchored, and the day is re-settled from the cards
   (verify_ledger, all tables: a table on a later cut-off is re-settled again
   at its own close, and a difference is flagged once whoever finds it), each
@@ -92,9 +94,10 @@ def gaming_day_close(*, now: datetime | None = None, format: str = "pdf",  # noq
                          lambda c=cutoff, d=day: _anchor(c, d))
         verified = ledger and _once(GamingDayClose.Kind.LEDGER, cutoff, day,
                                     lambda d=day: _verify(d))
+        surveyed = _survey(cutoff, day, tables)
         out[cutoff] = {"day": day.isoformat(), "tables": [t.pk for t in tables],
                        "jobs": jobs, "anchored": bool(anchored),
-                       "ledger": bool(verified)}
+                       "ledger": bool(verified), "surveillance": surveyed}
     return out
 
 
@@ -115,6 +118,16 @@ def table_report(*, table: Table, day: date, format: str = "pdf"):  # noqa: A002
             )
     except IntegrityError:  # a concurrent run made it first
         return None
+
+
+def _survey(cutoff: int, day: date, tables: list[Table]) -> int | None:
+    """The day's statistical surveillance of the tables on this cut-off,
+    once (the run's dedupe key): the run's id, None if asked for already."""
+    from audit.surveillance.runs import surveillance_nightly
+
+    run = surveillance_nightly(cutoff=cutoff, day=day,
+                               table_ids=[t.pk for t in tables])
+    return run.pk if run is not None else None
 
 
 def _anchor(cutoff: int, day: date) -> dict:

@@ -317,4 +317,6 @@ def dispatch_pending(*, older_than: int = 30) -> int:
     for run in ReauditRun.objects.filter(status=Status.QUEUED, dispatched_at=None,
                                          requested_at__lt=cutoff):
         sent += reaudit_dispatch(run=run)
-    return sent
+    from audit.surveillance.runs import dispatch_pending as surveillance_pending
+
+    return sent + surveillance_pending(older_than=older_than)

@@ -1,0 +1,20 @@
+"""Celery task of the surveillance: thin (takes the run's id, calls the
+service), idempotent, acks_late (audit/reports/tasks.py says why). Registered
+with the worker through audit/tasks.py (autodiscovery imports that module)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+TASK = {"acks_late": True, "reject_on_worker_lost": True}
+
+
+@shared_task(name="audit.surveillance_run", **TASK)
+def surveillance_run_task(run_id: int) -> dict:
+    from .runs import surveillance_execute
+
+    run = surveillance_execute(run_id=run_id)
+    if run is None:
+        return {"run": run_id, "status": "missing"}
+    return {"run": run.pk, "status": run.status, "coups": run.coups,
+            "alerts": run.alerts}
