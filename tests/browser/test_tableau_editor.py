@@ -25,6 +25,19 @@ def browser_context_args(browser_context_args):
             "has_touch": True}
 
 
+@pytest.fixture(autouse=True)
+def _eager_celery():
+    """The re-audit the page starts runs in the live server's thread: under CI
+    (REDIS_URL set) it would otherwise wait for a worker this test does not
+    run (tests/reports/test_worker.py runs one)."""
+    from casino.celery import app
+
+    old = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = old
+
+
 def sign_in(page, live_server, user):
     client = Client()
     client.force_login(user)

@@ -39,6 +39,7 @@ from tables.models import (
     Shoe,
     Stake,
     Table,
+    TableauVersion,
     TableSession,
 )
 from tests.audit.test_access import DUMMY, Url, all_urls
@@ -80,6 +81,10 @@ NOT_OBJECT_SCOPED = {
     "floor:index": "refused by role", "floor:tables": "refused by role",
     "floor:queue": "refused by role", "floor:stats": "refused by role",
     "floor:trail": "refused by role",
+    "floor:rules": "refused by role",
+    "api-tableaux": "the house's tableau versions (not a table's): read by "
+    "design; writing them is a manager's (refused by role)",
+    "tableaux:list": "refused by role", "tableaux:new": "refused by role",
     "reports-api:jobs": "refused by role", "reports-api:commission": "refused by role",
     "reports-api:odds": "refused by role", "reports-api:reaudits": "refused by role",
     "reports:dashboard": "refused by role", "reports:request": "refused by role",
@@ -96,6 +101,11 @@ BY_DESIGN = {
     "does), nothing of its shoe, turn or coups",
     ("tablet:coup", "GET"): "sends him to the session page (the take-over "
     "offer); nothing of the shoe is shown",
+    ("api-table-rules", "GET"): "the table's house rules, which the table list "
+    "shows too (it stays readable)",
+    ("api-tableau", "GET"): "a tableau version is the house's, not a table's: "
+    "every table's croupier reads the grid his tablet guides him by",
+    ("api-tableau-diff", "GET"): "two tableau versions compared: the house's data",
 }
 # Taking the table over as the relief: allowed to any croupier, logged, and
 # it writes (it makes him croupier of table A), so the walk does not ask it.
@@ -195,6 +205,9 @@ def tables(db, manager, pitboss):
         "cagnotte": [count.pk],
         "users": [croupier_a.pk],
         "reports": [NO_TABLE], "jobs": [NO_TABLE], "reaudit": [NO_TABLE],
+        "runs": [NO_TABLE],  # surveillance runs: the floor's, refused by role
+        # tableau versions are the house's, not a table's: read by design
+        "tableaux": [TableauVersion.objects.get(version="chemmy-standard-1").pk],
     }
     return {"b": croupier_b, "ids": ids, "session": session, "coups": coups,
             "shoe": shoe, "turn": turn}
@@ -341,7 +354,9 @@ def test_his_own_table_still_works_from_the_tablet(tables):
     assert client.post(f"/tablet/turns/{turn.pk}/pass/").status_code == 302
     turn.refresh_from_db()
     assert turn.end == BankerTurn.End.PASSED
-    assert client.post(f"/tablet/shoes/{shoe.pk}/close/").status_code == 302
+    shoe.refresh_from_db()
+    r = client.post(f"/tablet/shoes/{shoe.pk}/close/", {"cards_left": shoe.cards_left})
+    assert r.status_code == 302
     r = client.post(f"/tablet/sessions/{session.pk}/shoes/",
                     {"decks": 6, "burned": 3})
     assert r.status_code == 302
