@@ -10,6 +10,8 @@ class AuditConfig(AppConfig):
         # transaction (tables.services.hooks; audit/services/flag_raise.py).
         from tables.services import hooks
 
-        from .services.flag_raise import FINDING_FLAGS
+        from .services.flag_raise import FINDING_FLAGS, SHOE_FLAGS
 
         hooks.register(FINDING_FLAGS)
+        # A shoe's own finding (shoe_count at its close), in the close's.
+        hooks.register_shoe(SHOE_FLAGS)

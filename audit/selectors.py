@@ -40,6 +40,9 @@ RULE_QUOTES = {
     "shoe; a coup begun with fewer is a deal_below_seven finding.",
     "card_count_exceeded": "A card code seen more than `decks` times in one shoe "
     "is a card_count_exceeded finding (a mis-keyed card or a foreign card).",
+    "shoe_count": "At a shoe's close the cards dealt, burned and counted left "
+    "must make 52 × decks; any other total is a shoe_count finding: cards "
+    "missing from the shoe or added to it.",
     "bank_mismatch": "The bank the croupier declared differs from the "
     "carried-forward bank.",
     "cagnotte_variance": "The counted cagnotte at closing differs from the "

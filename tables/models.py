@@ -256,6 +256,11 @@ class Shoe(models.Model):
     # holds this shoe; no coup is taken until a pit boss releases it
     # (ShoeRelease, with his reason). None: not held.
     held_by_seq = models.PositiveIntegerField(null=True, blank=True, default=None)
+    # The cards the croupier counted left undealt at the close (docs/rules.md,
+    # "The shoe"): dealt + burned + left must be 52 x decks, else the finding
+    # shoe_count. None: closed without a count (older shoes; the API may
+    # omit it). At its default it stays out of the row's trail digest.
+    left_counted = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["session", "number"]
@@ -280,6 +285,34 @@ class Shoe(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session} shoe {self.number}"
+
+
+# A player's casino card number (letters and digits): who sat there, where
+# the seat and session alone would not say. "" when none was entered; at that
+# default it stays out of a row's trail digest.
+PLAYER_CARD_MAX = 20
+
+
+def player_card_field() -> models.CharField:
+    return models.CharField(max_length=PLAYER_CARD_MAX, blank=True, default="")
+
+
+class ShoeFinding(AppendOnlyModel):
+    """A finding about a whole shoe, not one coup (docs/rules.md, "Findings"):
+    `shoe_count`, written by shoe_close in the close's transaction."""
+
+    shoe = models.ForeignKey(Shoe, on_delete=models.PROTECT, related_name="findings")
+    code = models.CharField(max_length=32, db_index=True)
+    severity = models.CharField(max_length=10)
+    detail = models.JSONField(default=dict)
+    message = models.CharField(max_length=300)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["shoe", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.shoe} {self.code}"
 
 
 class ShoeRelease(AppendOnlyModel):
@@ -314,6 +347,8 @@ class BankerTurn(models.Model):
     )
     number = models.PositiveIntegerField()
     seat = models.PositiveSmallIntegerField()
+    # The banker's player card, entered when the bank opens ("" when none).
+    player_card = player_card_field()
     opening_bank = models.DecimalField(**MONEY)
     # Set when this turn took over a bank passed at its standing amount.
     took_passed_bank = models.BooleanField(default=False)
@@ -452,6 +487,8 @@ class Stake(AppendOnlyModel):
     position = models.PositiveSmallIntegerField()
     seat = models.PositiveSmallIntegerField(null=True, blank=True)
     standing = models.CharField(max_length=50, blank=True)
+    # The punter's player card, when the croupier entered one ("" when not).
+    player_card = player_card_field()
     announcement = models.CharField(max_length=12, default="none")
     amount = models.DecimalField(**MONEY)
     covered = models.DecimalField(**MONEY)

@@ -42,6 +42,7 @@ def _page(request, session, *, count_form=None, croupier_form=None, error=None,
         "session": session, "counts": counts, "latest": latest, "locked": locked,
         "computed": services.session_commission(session),
         "flags": Flag.objects.filter(session=session).order_by("status", "-raised_at"),
+        "shoes": session.shoes.prefetch_related("findings").order_by("number"),
         "count_form": count_form or CountForm(),
         "croupier_form": croupier_form or CroupierForm(
             initial={"croupier": session.croupier_id}),

@@ -122,3 +122,28 @@ def _insert(model, rows: list[tuple[object, dict]]) -> tuple[str, list]:
 
 
 FINDING_FLAGS = FindingFlags()
+
+
+class ShoeFindingFlags:
+    """tables.services.hooks.ShoeFindingsWriter: a shoe's own finding
+    (shoe_count at its close) enters the queue as a flag of kind "shoe", in
+    the close's transaction. Whoever closed the shoe raised it, and the
+    session's croupier is the one concerned: neither may decide on it."""
+
+    def shoe_written(self, shoe, findings: Sequence, *, user) -> None:
+        session = shoe.session
+        for f in findings:
+            flag = Flag.objects.create(
+                ident=f"h:{shoe.pk}:{f.code}", kind=Flag.Kind.SHOE, code=f.code,
+                severity=f.severity, message=f.message[:400],
+                table_id=session.table_id, session_id=session.pk,
+                gaming_day=session.gaming_day, shoe_id=shoe.pk,
+                croupier_id=session.croupier_id,
+                author_id=getattr(user, "pk", None), raised_at=f.created_at,
+            )
+            FlagEvent.objects.create(
+                flag=flag, at=f.created_at, user_id=getattr(user, "pk", None),
+                action="raised", detail=dict(f.detail))
+
+
+SHOE_FLAGS = ShoeFindingFlags()

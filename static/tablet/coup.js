@@ -418,6 +418,24 @@
     render();
   }
 
+  // The selected stake's player card number: optional, letters and digits.
+  function cleanCardNo(value) {
+    return String(value || "").toUpperCase().replace(/[^A-Z0-9]/g, "").slice(0, 20);
+  }
+
+  function setCardNo(value) {
+    if (selected === null || !stakes[selected]) return;
+    stakes[selected].player_card = cleanCardNo(value);
+  }
+
+  function renderCardNo() {
+    const input = $("stake-card");
+    if (!input) return;
+    const s = selected === null ? null : stakes[selected];
+    input.disabled = !s;
+    if (document.activeElement !== input) input.value = s ? s.player_card || "" : "";
+  }
+
   function removeStake() {
     if (selected === null) return;
     stakes.splice(selected, 1);
@@ -605,6 +623,7 @@
       }
       line.textContent = text;
     }
+    renderCardNo();
     document.querySelectorAll("[data-announce]").forEach(function (b) {
       const on = selected !== null && stakes[selected].announcement === b.dataset.announce;
       b.setAttribute("aria-pressed", on ? "true" : "false");
@@ -938,6 +957,8 @@
         const out = { amount: C.centsToString(s.amount), announcement: s.announcement };
         if (s.seat !== null) out.seat = s.seat;
         else out.standing = s.standing;
+        // The player's card number, when the croupier entered one (optional).
+        if (s.player_card) out.player_card = s.player_card;
         return out;
       }),
       expected_seq: view.nextSeq,
@@ -1157,6 +1178,7 @@
       standing: s.standing === undefined ? null : s.standing,
       amount: C.toCents(s.amount),
       announcement: s.announcement,
+      player_card: s.player_card || "",
     }));
     selected = null;
     render();
@@ -1180,6 +1202,13 @@
   });
   $("add-standing").addEventListener("click", addStanding);
   $("remove-stake").addEventListener("click", removeStake);
+  $("stake-card").addEventListener("input", function () {
+    setCardNo(this.value);
+  });
+  $("stake-card").addEventListener("change", function () {
+    setCardNo(this.value);
+    this.value = selected === null ? "" : stakes[selected].player_card || "";
+  });
   $("set-amount").addEventListener("click", function () {
     const cents = C.toCents($("other-amount").value);
     if (cents) {

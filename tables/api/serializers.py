@@ -10,16 +10,28 @@ from rest_framework import serializers
 from casino.drf import CharField, DecimalField, IntegerField
 
 from .. import chemmy
+from ..errors import Invalid
 from ..models import (
+    PLAYER_CARD_MAX,
     BankerTurn,
     Coup,
     Finding,
     HouseRules,
     Shoe,
+    ShoeFinding,
     Stake,
     Table,
     TableSession,
 )
+from ..services.floor import CARDS_LEFT_MAX
+from ..services.ledger import player_card_clean as _player_card_clean
+
+
+def player_card_clean(value: str, field: str) -> str:
+    try:
+        return _player_card_clean(value, field)
+    except Invalid as exc:
+        raise serializers.ValidationError(exc.message) from None
 
 MAX_MONEY = Decimal("999999999999.99")
 USER_ID_MAX = 2**63 - 1  # a user id the database can hold (BigAutoField)
@@ -129,9 +141,41 @@ class ShoeOpenSerializer(serializers.Serializer):
     burned = IntegerField(min_value=0, max_value=410, default=0)
 
 
+class ShoeCloseSerializer(serializers.Serializer):
+    cards_left = IntegerField(
+        min_value=0,
+        max_value=CARDS_LEFT_MAX,
+        required=False,
+        allow_null=True,
+        help_text="The cards counted left undealt in the shoe at its close. "
+        "Dealt + burned + cards_left must be 52 x decks, else the critical "
+        "finding shoe_count (docs/rules.md, \"The shoe\"). Omitted: no count.",
+    )
+
+
+def player_card_field(**kwargs) -> CharField:
+    """A player's card number: letters and digits, up to 20 (optional)."""
+    return CharField(
+        max_length=PLAYER_CARD_MAX,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=True,
+        help_text="The player's casino card number (letters and digits, up to "
+        f"{PLAYER_CARD_MAX}); omitted or empty: none.",
+        **kwargs,
+    )
+
+
+class ShoeFindingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ShoeFinding
+        fields = ["code", "severity", "detail", "message", "created_at"]
+
+
 class ShoeSerializer(serializers.ModelSerializer):
     cards_left = serializers.IntegerField(read_only=True)
     coups = serializers.SerializerMethodField()
+    findings = ShoeFindingSerializer(many=True, read_only=True)
 
     class Meta:
         model = Shoe
@@ -146,10 +190,16 @@ class ShoeSerializer(serializers.ModelSerializer):
             "coups",
             "next_seq",
             "held_by_seq",
+            "left_counted",
+            "findings",
             "opened_at",
             "closed_at",
         ]
         extra_kwargs = {
+            "left_counted": {
+                "help_text": "The cards counted left at the close (null: not "
+                "counted, or still open)"
+            },
             "held_by_seq": {
                 "help_text": "The coup whose critical finding holds this shoe "
                 "(house rule hold_on_error); null: play goes on"
@@ -163,6 +213,10 @@ class ShoeSerializer(serializers.ModelSerializer):
 class TurnOpenSerializer(serializers.Serializer):
     seat = IntegerField(min_value=1, max_value=12)
     bank = money_field()
+    player_card = player_card_field()
+
+    def validate_player_card(self, value: str) -> str:
+        return player_card_clean(value, "player_card")
 
 
 class TurnSerializer(serializers.ModelSerializer):
@@ -173,6 +227,7 @@ class TurnSerializer(serializers.ModelSerializer):
             "session",
             "number",
             "seat",
+            "player_card",
             "opening_bank",
             "took_passed_bank",
             "bank",
@@ -204,6 +259,10 @@ class StakeInSerializer(serializers.Serializer):
     announcement = serializers.ChoiceField(
         choices=[a.value for a in chemmy.Announcement], default="none"
     )
+    player_card = player_card_field()
+
+    def validate_player_card(self, value: str) -> str:
+        return player_card_clean(value, "player_card")
 
     def validate(self, attrs):
         has_seat = attrs.get("seat") is not None
@@ -269,6 +328,7 @@ class StakeSerializer(serializers.ModelSerializer):
             "position",
             "seat",
             "standing",
+            "player_card",
             "announcement",
             "amount",
             "covered",
@@ -473,6 +533,7 @@ def coup_payload(coup: Coup, stakes=None, findings=None) -> dict:
                 "position": st.position,
                 "seat": st.seat,
                 "standing": st.standing,
+                "player_card": st.player_card,
                 "announcement": st.announcement,
                 "amount": _money(st.amount),
                 "covered": _money(st.covered),
@@ -504,6 +565,7 @@ def turn_payload(turn: BankerTurn) -> dict:
         "session": turn.session_id,
         "number": turn.number,
         "seat": turn.seat,
+        "player_card": turn.player_card,
         "opening_bank": _money(turn.opening_bank),
         "took_passed_bank": turn.took_passed_bank,
         "bank": _money(turn.bank),

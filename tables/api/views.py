@@ -244,15 +244,19 @@ class ShoeCloseView(APIView):
     permission_classes = [Can("shoe.manage")]
 
     @extend_schema(
-        request=None, responses={200: s.ShoeSerializer, **errors(401, 403, 404, 409)}
+        request=s.ShoeCloseSerializer,
+        responses={200: s.ShoeSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request, pk: int):
         shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=pk)
         own_session(request, shoe.session)
+        data = s.ShoeCloseSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
         shoe = services.shoe_close(
             shoe=shoe,
             user=request.user,
             device=device_of(request),
+            cards_left=data.validated_data.get("cards_left"),
         )
         return Response(s.ShoeSerializer(shoe).data)
 

@@ -49,7 +49,13 @@ from .settlement import (
     settle,
     turn_ledger,
 )
-from .shoe import DEFAULT_DECKS, MIN_CARDS_TO_DEAL, cards_left, shoe_findings
+from .shoe import (
+    DEFAULT_DECKS,
+    MIN_CARDS_TO_DEAL,
+    cards_left,
+    shoe_count_finding,
+    shoe_findings,
+)
 from .stakes import (
     Announcement,
     Coverage,
@@ -113,6 +119,7 @@ __all__ = [
     "round_money",
     "seat_rotation",
     "settle",
+    "shoe_count_finding",
     "shoe_findings",
     "turn_ledger",
 ]

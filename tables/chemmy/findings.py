@@ -19,6 +19,7 @@ FINDING_SEVERITY: Final[Mapping[str, str]] = MappingProxyType(
         "draw_after_natural": "warning",
         "deal_below_seven": "warning",
         "card_count_exceeded": "critical",
+        "shoe_count": "critical",
         "bank_mismatch": "critical",
         "cagnotte_variance": "critical",
     }

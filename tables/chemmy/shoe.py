@@ -1,4 +1,5 @@
-"""The shoe (docs/rules.md, "The shoe"): the seven-card rule and card counts."""
+"""The shoe (docs/rules.md, "The shoe"): the seven-card rule, card counts and
+the count of the cards left at the shoe's close."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ __all__ = [
     "DEFAULT_DECKS",
     "MIN_CARDS_TO_DEAL",
     "cards_left",
+    "shoe_count_finding",
     "shoe_findings",
 ]
 
@@ -90,3 +92,35 @@ def shoe_findings(
                 )
             )
     return findings
+
+
+def shoe_count_finding(
+    decks: int, burned: int, dealt: int, left: int
+) -> Finding | None:
+    """A ``shoe_count`` finding when the cards counted left in the shoe at its
+    close do not make up the shoe: dealt + burned + left != 52 x decks. None
+    when they do. A short, long or salted shoe is then certain, not a matter
+    of statistics: every card is either recorded (dealt, burned) or counted."""
+    _check_decks(decks)
+    burned = _count(burned, "burned")
+    dealt = _count(dealt, "dealt")
+    left = _count(left, "left")
+    expected = 52 * decks
+    difference = dealt + burned + left - expected
+    if difference == 0:
+        return None
+    what = "more" if difference > 0 else "fewer"
+    return Finding.create(
+        "shoe_count",
+        side=None,
+        message=(
+            f"The shoe holds {expected} cards ({decks} x 52); {dealt} dealt, "
+            f"{burned} burned and {left} counted left make "
+            f"{dealt + burned + left}: {abs(difference)} {what}."
+        ),
+        expected=expected,
+        dealt=dealt,
+        burned=burned,
+        left=left,
+        difference=difference,
+    )

@@ -148,7 +148,8 @@ def _plain_dict(d: dict) -> dict:
 
 
 def _stake_dict(s: Stake) -> dict:
-    return {"seat": s.seat, "standing": s.standing, "announcement": s.announcement,
+    return {"seat": s.seat, "standing": s.standing, "player_card": s.player_card,
+            "announcement": s.announcement,
             "amount": str(s.amount), "covered": str(s.covered),
             "declined": str(s.declined), "payout": str(s.payout)}
 

@@ -15,11 +15,17 @@ from django.utils import timezone
 
 from casino.changelog import log_action
 
+from .. import chemmy
 from ..errors import Conflict, Invalid
-from ..models import BankerTurn, Shoe, Table, TableSession
+from ..models import BankerTurn, Shoe, ShoeFinding, Table, TableSession
 from .access import croupier_check
+from .hooks import shoe_findings_written
 from .house import STANDARD_TABLEAU_VERSION, house_rules_change, rules_in_force
 from .turns import _turn_close
+
+# A count beyond two full shoes of 8 decks is a slip of the keypad, not a
+# count: refused, naming the field (a shoe long by a few cards still counts).
+CARDS_LEFT_MAX = 2 * 52 * 8
 
 
 def gaming_day_for(moment: datetime, cutoff_hour: int) -> date:
@@ -218,7 +224,20 @@ def shoe_open(
     return shoe
 
 
-def shoe_close(*, shoe: Shoe, user, device: str = "") -> Shoe:
+def shoe_close(
+    *, shoe: Shoe, user, cards_left: int | None = None, device: str = ""
+) -> Shoe:
+    """Close the shoe. `cards_left`: the cards the croupier counted left
+    undealt (the tablet always asks; the API may omit it). Dealt + burned +
+    counted must be 52 x decks (docs/rules.md, "The shoe"): any other total
+    is the critical finding shoe_count, a ShoeFinding bound to this close's
+    log row, whose review flag starts in this same transaction (hooks.py)."""
+    if cards_left is not None and (
+        type(cards_left) is not int or not 0 <= cards_left <= CARDS_LEFT_MAX
+    ):
+        raise Invalid(
+            "cards_left", f"must be a whole number from 0 to {CARDS_LEFT_MAX}"
+        )
     with transaction.atomic():
         shoe = (
             Shoe.objects.select_for_update(of=("self",))
@@ -229,16 +248,40 @@ def shoe_close(*, shoe: Shoe, user, device: str = "") -> Shoe:
         if not shoe.is_open:
             raise Conflict("shoe", "this shoe is already closed")
         shoe.closed_at = timezone.now()
-        shoe.save(update_fields=["closed_at"])
+        shoe.left_counted = cards_left
+        shoe.save(update_fields=["closed_at", "left_counted"])
+        found = []
+        if cards_left is not None:
+            finding = chemmy.shoe_count_finding(
+                shoe.decks, shoe.burned, shoe.dealt, cards_left
+            )
+            if finding is not None:
+                found.append(
+                    ShoeFinding.objects.create(
+                        shoe=shoe,
+                        code=finding.code,
+                        severity=finding.severity,
+                        detail=dict(finding.detail),
+                        message=finding.message,
+                        created_at=shoe.closed_at,
+                    )
+                )
+                # its review flag, in this transaction (hooks.py)
+                shoe_findings_written(shoe, found, user=user)
+        new = {
+            "dealt": shoe.dealt,
+            "cards_left": shoe.cards_left,
+            "coups": shoe.next_seq - 1,
+        }
+        if cards_left is not None:
+            new["left_counted"] = cards_left
+            new["findings"] = [f.code for f in found]
         log_action(
             action="tables.shoe.closed",
             user=user,
             device=device,
             obj=shoe,
-            new={
-                "dealt": shoe.dealt,
-                "cards_left": shoe.cards_left,
-                "coups": shoe.next_seq - 1,
-            },
+            new=new,
+            rows=found,
         )
     return shoe

@@ -12,6 +12,9 @@ the findings of new coups, and both write paths call it:
 - PostgreSQL's fast path (ledger_pg.coup_write) puts `findings_statements` in
   its batch, after the findings' INSERT: the coup stays one round trip for
   its rows.
+
+A shoe's own findings (shoe_count at its close) go the same way through
+`register_shoe` / `shoe_findings_written`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..models import Coup, Finding
+    from ..models import Coup, Finding, Shoe, ShoeFinding
 
 Statement = tuple[str, list]
 
@@ -54,3 +57,26 @@ def findings_statements(coup: Coup, findings: Sequence[Finding]) -> list[Stateme
     if not findings:
         return []
     return [s for writer in _writers for s in writer.statements(coup, findings)]
+
+
+# A shoe's own findings (shoe_count, written by floor.shoe_close): what goes
+# with them, through the ORM, in the close's transaction.
+class ShoeFindingsWriter(Protocol):
+    def shoe_written(
+        self, shoe: Shoe, findings: Sequence[ShoeFinding], *, user
+    ) -> None:
+        """Write what goes with these new findings of a shoe (inserted)."""
+
+
+_shoe_writers: list[ShoeFindingsWriter] = []
+
+
+def register_shoe(writer: ShoeFindingsWriter) -> None:
+    if writer not in _shoe_writers:
+        _shoe_writers.append(writer)
+
+
+def shoe_findings_written(shoe: Shoe, findings: Sequence[ShoeFinding], *, user) -> None:
+    if findings:
+        for writer in _shoe_writers:
+            writer.shoe_written(shoe, findings, user=user)

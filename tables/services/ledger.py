@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
 from .. import chemmy
 from ..errors import Conflict, Invalid
-from ..models import BankerTurn, Coup, Finding, HouseRules, Shoe, Stake, Table
+from ..models import (
+    PLAYER_CARD_MAX,
+    BankerTurn,
+    Coup,
+    Finding,
+    HouseRules,
+    Shoe,
+    Stake,
+    Table,
+)
 from .floor import gaming_day_for, next_seat
 from .turns import turn_closing
 
@@ -29,22 +39,46 @@ LEDGER_MAX = Decimal("999999999999.99")
 CENT = Decimal("0.01")
 
 
+PLAYER_CARD_RE = re.compile(rf"[A-Z0-9]{{1,{PLAYER_CARD_MAX}}}")
+
+
+def player_card_clean(value, field: str) -> str:
+    """A player's card number as stored: letters and digits, up to
+    PLAYER_CARD_MAX, upper case (the card printed "ab12" and "AB12" is one
+    player); "" (or None) for none. Anything else is refused, naming `field`."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Invalid(field, "must be a text of letters and digits")
+    value = value.strip().upper()
+    if value and not PLAYER_CARD_RE.fullmatch(value):
+        raise Invalid(
+            field, f"must be letters and digits only, at most {PLAYER_CARD_MAX}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class StakeInput:
     amount: Decimal
     seat: int | None = None
     standing: str | None = None
     announcement: str = "none"
+    player_card: str = ""
+
+
+def _stake_digest(s: StakeInput) -> list:
+    row = [f"{s.amount:.2f}", s.seat, s.standing or None, str(s.announcement)]
+    if s.player_card:  # left out when none: digests from before stay as they were
+        row.append(s.player_card)
+    return row
 
 
 def _digest(punter, banker, stakes, declared_bank) -> str:
     body = {
         "punter": list(punter),
         "banker": list(banker),
-        "stakes": [
-            [f"{s.amount:.2f}", s.seat, s.standing or None, str(s.announcement)]
-            for s in stakes
-        ],
+        "stakes": [_stake_digest(s) for s in stakes],
         "declared_bank": None if declared_bank is None else str(declared_bank),
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -80,6 +114,8 @@ class CoupInput:
     declared_bank: Decimal | None
     digest: str
     key: str | None = None
+    # each stake's player card ("" for none), in the order of `stakes`
+    cards: tuple[str, ...] = ()
 
 
 def coup_input(
@@ -93,12 +129,20 @@ def coup_input(
     if not stakes:
         raise Invalid("stakes", "at least one stake is needed for a coup")
     engine_stakes = _engine_stakes(stakes)
+    cards = tuple(
+        player_card_clean(s.player_card, f"stakes[{i}].player_card")
+        for i, s in enumerate(stakes)
+    )
+    stakes = [
+        s if s.player_card == c else replace(s, player_card=c)
+        for s, c in zip(stakes, cards, strict=True)
+    ]
     # Parse cards first: a mis-keyed card is refused before anything else.
     punter_cards = chemmy.parse_hand(punter, field="punter")
     banker_cards = chemmy.parse_hand(banker, field="banker")
     digest = _digest(punter_cards, banker_cards, stakes, declared_bank)
     return CoupInput(
-        punter_cards, banker_cards, engine_stakes, declared_bank, digest, key
+        punter_cards, banker_cards, engine_stakes, declared_bank, digest, key, cards
     )
 
 
@@ -285,6 +329,7 @@ def coup_prepare(
             position=c.index,
             seat=c.stake.seat,
             standing=c.stake.standing or "",
+            player_card=inp.cards[c.index] if inp.cards else "",
             announcement=c.stake.announcement.value,
             amount=c.stake.amount,
             covered=c.covered,

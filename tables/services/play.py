@@ -11,7 +11,7 @@ nothing is written, and the error names the event (`events[12].stakes[0]...`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from django.db import DataError, transaction
@@ -29,6 +29,7 @@ from .ledger import (
     TurnState,
     coup_input,
     coup_prepare,
+    player_card_clean,
 )
 from .ledger_store import (
     coup_context,
@@ -38,7 +39,7 @@ from .ledger_store import (
     lock_shoe,
     shoe_check,
 )
-from .turns import turn_closing, turn_open_check, turn_pass_check
+from .turns import turn_closing, turn_open_check, turn_opened_new, turn_pass_check
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class TurnOpen:
 
     seat: int
     bank: Decimal
+    player_card: str = ""  # the banker's card number, if entered
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,10 @@ def _parse(event) -> CoupInput | ShoeEvent:
             stakes=event.stakes,
             declared_bank=event.declared_bank,
         )
-    if isinstance(event, TurnOpen | TurnPass):
+    if isinstance(event, TurnOpen):
+        card = player_card_clean(event.player_card, "player_card")
+        return event if card == event.player_card else replace(event, player_card=card)
+    if isinstance(event, TurnPass):
         return event
     raise Invalid("type", f"not a shoe event: {type(event).__name__}")
 
@@ -183,6 +188,7 @@ class _Play:
             session=self.session,
             number=(last.number + 1) if last else 1,
             seat=event.seat,
+            player_card=event.player_card,
             opening_bank=bank,
             bank=bank,
             took_passed_bank=took_passed,
@@ -194,7 +200,7 @@ class _Play:
         self._log(
             "tables.turn.opened",
             turn,
-            {"seat": event.seat, "bank": bank, "took_passed_bank": took_passed},
+            turn_opened_new(event.seat, bank, took_passed, event.player_card),
         )
 
     def turn_pass(self) -> None:

@@ -5,6 +5,7 @@ structure as recorded, and the plan collects what changes."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from decimal import Decimal
 
 from django.utils import timezone
@@ -24,6 +25,7 @@ from .correction_plan import (
 )
 from .coups import _engine_stakes, tableau_for
 from .floor import next_seat
+from .ledger import player_card_clean
 
 
 class _Walk:
@@ -93,23 +95,28 @@ class _Walk:
             self.shoe_state[coup.shoe_id] = (dealt, seen)
         return self.shoe_state[coup.shoe_id]
 
-    def run(self, punter, banker, stakes, declared_bank) -> list[CoupChange]:
+    def run(self, punter, banker, stakes, declared_bank,
+            cards: Sequence[str] = ()) -> list[CoupChange]:
         out = []
         for coup in self.coups[self.start:]:
             corrected = coup.pk == self.target.pk
             if corrected:
                 change = self._settle(coup, punter, banker, stakes, declared_bank,
-                                      strict=True)
+                                      strict=True,
+                                      player_cards=_cards_kept(coup, stakes, cards))
             else:
                 change = self._settle(coup, tuple(coup.punter_cards),
                                       tuple(coup.banker_cards),
                                       _recorded_stakes(coup), coup.declared_bank,
-                                      strict=False)
+                                      strict=False,
+                                      player_cards=[s.player_card
+                                                    for s in coup.stakes.all()])
             change.changed = corrected or _differs(coup, change)
             out.append(change)
         return out
 
-    def _settle(self, coup, punter, banker, stakes, declared, *, strict):
+    def _settle(self, coup, punter, banker, stakes, declared, *, strict,
+                player_cards: Sequence[str] = ()):
         turn = coup.turn
         self._enter_turn(turn)
         rules, seats = coup.rules, coup.shoe.session.table.seats
@@ -156,6 +163,8 @@ class _Walk:
         stake_rows = [
             {"position": c.index, "seat": c.stake.seat,
              "standing": c.stake.standing or "",
+             "player_card": (player_cards[c.index]
+                             if c.index < len(player_cards) else ""),
              "announcement": c.stake.announcement.value, "amount": c.stake.amount,
              "covered": c.covered, "declined": c.declined, "payout": payout}
             for c, payout in zip(coverage.stakes, settlement.payouts, strict=True)
@@ -222,9 +231,24 @@ def _session_coups(session_id: int) -> list[Coup]:
     )
 
 
+def _cards_kept(coup: Coup, stakes, cards: Sequence[str]) -> list[str]:
+    """The corrected coup's player cards: as the correction gives them, else
+    the card the revision before had for the same seat or standing player (a
+    correction of the cards or amounts does not lose who sat there)."""
+    before = {(s.seat, s.standing or ""): s.player_card for s in coup.stakes.all()}
+    return [
+        card or before.get((s.seat, s.standing or ""), "")
+        for s, card in zip(stakes, cards, strict=True)
+    ]
+
+
 def _plan(coup: Coup, punter, banker, stakes, declared_bank) -> CorrectionPlan:
     if not stakes:
         raise Invalid("stakes", "at least one stake is needed for a coup")
+    cards = [
+        player_card_clean(getattr(s, "player_card", ""), f"stakes[{i}].player_card")
+        for i, s in enumerate(stakes)
+    ]
     engine_stakes = _engine_stakes(stakes)
     punter = chemmy.parse_hand(punter, field="punter")
     banker = chemmy.parse_hand(banker, field="banker")
@@ -241,7 +265,7 @@ def _plan(coup: Coup, punter, banker, stakes, declared_bank) -> CorrectionPlan:
     turns = list(BankerTurn.objects.filter(session_id=coup.shoe.session_id)
                  .order_by("number"))
     walk = _Walk(current, coups, turns)
-    changes = walk.run(punter, banker, engine_stakes, declared_bank)
+    changes = walk.run(punter, banker, engine_stakes, declared_bank, cards)
     if not _differs(current, changes[0]):
         raise Invalid("punter", "the correction changes nothing in this coup")
     return CorrectionPlan(current, changes, _turn_changes(walk, coups, changes),

@@ -71,6 +71,14 @@ def turn_open_check(
     return bank, took_passed
 
 
+def turn_opened_new(seat: int, bank: Decimal, took_passed: bool, card: str) -> dict:
+    """The change log's `new` of a turn opened (the card only when given)."""
+    new = {"seat": seat, "bank": bank, "took_passed_bank": took_passed}
+    if card:
+        new["player_card"] = card
+    return new
+
+
 def turn_pass_check(turn: BankerTurn) -> None:
     """May the bank be passed now (banker_turn_pass, shoe_play)?"""
     if not turn.is_open:
@@ -80,12 +88,22 @@ def turn_pass_check(turn: BankerTurn) -> None:
 
 
 def banker_turn_open(
-    *, session: TableSession | int, user, seat: int, bank: Decimal, device: str = ""
+    *,
+    session: TableSession | int,
+    user,
+    seat: int,
+    bank: Decimal,
+    player_card: str = "",
+    device: str = "",
 ) -> BankerTurn:
     """Open a banker turn. After a pass, whoever takes the bank opens with
     exactly its standing amount; otherwise the bank is at least the minimum.
     `session` is the row or its id: it is read again under its lock, and the
-    user must be its croupier then (a pit boss anywhere)."""
+    user must be its croupier then (a pit boss anywhere). `player_card`: the
+    banker's card number, when the croupier entered one."""
+    from .ledger import player_card_clean  # ledger imports this module
+
+    player_card = player_card_clean(player_card, "player_card")
     session_id = session if isinstance(session, int) else session.pk
     with transaction.atomic():
         # PostgreSQL: the reads in one statement and the writes in another
@@ -120,6 +138,7 @@ def banker_turn_open(
             session=session,
             number=(last.number + 1) if last else 1,
             seat=seat,
+            player_card=player_card,
             opening_bank=bank,
             bank=bank,
             took_passed_bank=took_passed,
@@ -131,7 +150,7 @@ def banker_turn_open(
             "user": user,
             "device": device,
             "obj": turn,
-            "new": {"seat": seat, "bank": bank, "took_passed_bank": took_passed},
+            "new": turn_opened_new(seat, bank, took_passed, player_card),
         }
         if fast is not None:
             ledger_pg.turn_write(turn, turn_id, log, head)

@@ -10,6 +10,9 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+from ..models import PLAYER_CARD_MAX
+from ..services.floor import CARDS_LEFT_MAX
+from ..services.ledger import PLAYER_CARD_RE
 from . import theme
 
 MAX_MONEY = Decimal("999999999999.99")
@@ -53,11 +56,55 @@ class ShoeOpenForm(forms.Form):
         return data
 
 
+class ShoeCloseForm(forms.Form):
+    """The cards the croupier counted left undealt: the tablet always asks
+    (docs/rules.md, "The shoe"); a count that does not make up the shoe is
+    recorded as it is, and flagged."""
+
+    cards_left = forms.IntegerField(
+        label=_("Cards counted left"),
+        min_value=0,
+        max_value=CARDS_LEFT_MAX,
+        error_messages={
+            "required": _("Count the cards left in the shoe and enter the number."),
+            "invalid": _("Enter the number of cards left, in digits."),
+        },
+        widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
+    )
+
+
+def player_card_field() -> forms.CharField:
+    return forms.CharField(
+        label=_("Player's card number (optional)"),
+        required=False,
+        max_length=PLAYER_CARD_MAX,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "off", "autocapitalize": "characters",
+                   "spellcheck": "false"}
+        ),
+    )
+
+
+def clean_player_card(value: str) -> str:
+    value = (value or "").strip().upper()
+    if value and not PLAYER_CARD_RE.fullmatch(value):
+        raise forms.ValidationError(
+            _("A card number is letters and digits only, at most %(n)s.")
+            % {"n": PLAYER_CARD_MAX}
+        )
+    return value
+
+
 class TurnOpenForm(forms.Form):
-    """A new bank: any seat, at least the minimum banco."""
+    """A new bank: any seat, at least the minimum banco; the banker's player
+    card when he shows one."""
 
     seat = forms.TypedChoiceField(label=_("Banker's seat"), coerce=int)
     bank = money_field(label=_("Bank"))
+    player_card = player_card_field()
+
+    def clean_player_card(self):
+        return clean_player_card(self.cleaned_data.get("player_card"))
 
     def __init__(self, *args, seats: int, minimum_banco: Decimal, **kwargs):
         super().__init__(*args, **kwargs)

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_POST
 from casino.roles import has_capability, works_at
 
 from .. import services
-from ..errors import Forbidden, ServiceError
+from ..errors import Forbidden, Invalid, ServiceError
 from ..models import BankerTurn, Shoe, Table, TableSession
 from ..services.access import croupier_check, read_check
-from .forms import ShoeOpenForm, TurnOpenForm
+from .forms import ShoeCloseForm, ShoeOpenForm, TurnOpenForm
 from .state import turn_dict
 
 LOCK_KEY = "tablet_locked"
@@ -149,7 +149,7 @@ def _rotation(seat: int, seats: int) -> list[int]:
 
 
 def _hub_context(
-    request, session: TableSession, shoe_form=None, turn_form=None
+    request, session: TableSession, shoe_form=None, turn_form=None, close_form=None
 ) -> dict:
     table = session.table
     rules = session.house_rules  # the version this session plays
@@ -181,6 +181,7 @@ def _hub_context(
         "seat_numbers": range(1, table.seats + 1),
         "shoe_form": shoe_form,
         "turn_form": turn_form,
+        "close_form": close_form or ShoeCloseForm(),
         "can_close_session": has_capability(request.user, "session.close"),
     }
 
@@ -271,6 +272,7 @@ def bank_take(request, session_id: int):
             device=device_of(request),
             seat=seat,
             bank=offer,
+            player_card=request.POST.get("player_card", ""),
         )
     except ServiceError as exc:
         ctx = _hub_context(request, session)
@@ -297,14 +299,27 @@ def turn_pass(request, turn_id: int):
 @require_POST
 @tablet_view("shoe.manage")
 def shoe_close(request, shoe_id: int):
+    """Close the shoe with the cards counted left in it (required here)."""
     shoe = get_object_or_404(Shoe.objects.select_related("session"), pk=shoe_id)
     if refused := refusal(request, shoe.session):
         return refused
-    try:
-        services.shoe_close(shoe=shoe, user=request.user, device=device_of(request))
-    except ServiceError:
-        pass
-    return redirect("tablet:session", shoe.session_id)
+    form = ShoeCloseForm(request.POST)
+    if form.is_valid():
+        try:
+            services.shoe_close(
+                shoe=shoe,
+                user=request.user,
+                device=device_of(request),
+                cards_left=form.cleaned_data["cards_left"],
+            )
+            return redirect("tablet:session", shoe.session_id)
+        except Invalid as exc:
+            _service_error(form, exc)
+        except ServiceError:
+            return redirect("tablet:session", shoe.session_id)  # already closed
+    session = _session(shoe.session_id)
+    ctx = _hub_context(request, session, close_form=form)
+    return render(request, "tablet/session.html", ctx, status=400)
 
 
 @require_POST

@@ -161,7 +161,12 @@ def test_another_croupier_takes_over_only_by_asking(client, croupier2, turn, sho
 def test_close_the_shoe_then_the_session(client, croupier, pitboss, turn, shoe):
     client.force_login(croupier)
     r = client.post(f"/tablet/shoes/{shoe.pk}/close/")
+    assert r.status_code == 400  # the tablet asks for the cards counted left
+    assert "Count the cards left in the shoe" in r.content.decode()
+    assert Shoe.objects.get().is_open
+    r = client.post(f"/tablet/shoes/{shoe.pk}/close/", {"cards_left": "307"})
     assert "Open a shoe" in client.get(r["Location"]).content.decode()
+    assert Shoe.objects.get().left_counted == 307
     r = client.post(f"/tablet/sessions/{shoe.session_id}/close/")
     assert r.status_code == 403  # a croupier does not close the session
     client.force_login(pitboss)
