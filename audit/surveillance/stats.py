@@ -158,8 +158,9 @@ def multinomial_exact(banker, punter, tie, probs) -> np.ndarray:
 
 
 def runs_test(n1, n2, runs):
-    """Wald-Wolfowitz runs test (two-sided, normal approximation with a
-    continuity correction, as statsmodels' runstest_1samp) for sequences of
+    """Wald-Wolfowitz runs test (two-sided, normal approximation with the
+    continuity correction that statsmodels' runstest_1samp applies below 50
+    symbols, applied here at any length: slightly conservative) for sequences of
     n1 and n2 symbols with ``runs`` runs; (z, p). Fewer than 2 of either
     symbol: z = 0, p = 1."""
     n1 = np.asarray(n1, dtype=float)
