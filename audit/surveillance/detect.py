@@ -108,9 +108,14 @@ def analyse(
     fdr: float = 0.05,
     cusum_arl0: float = DEFAULT_ARL0,
     cusum_delta: float = DEFAULT_DELTA,
+    cusum_rows: CoupRows | None = None,
 ) -> Report:
     """``detect`` with its workings: the number of tests, the smallest
-    adjusted p-value, the p-values by test, the floor's croupier rates."""
+    adjusted p-value, the p-values by test, the floor's croupier rates.
+
+    ``cusum_rows``: the coups the tables' CUSUMs run over when they are not
+    ``rows`` -- a trailing window that ends with the period (a nightly run
+    surveys one day, and a drift shows over several)."""
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), not {fdr!r}")
     families: list[_Family] = []
@@ -122,7 +127,9 @@ def analyse(
         families += _bankers(rows)
         families += _table_days(rows)
         families += _shoe_outcomes(rows)
-        cusum_alerts, budget = _cusums(rows, cusum_arl0, cusum_delta)
+    crows = rows if cusum_rows is None else cusum_rows
+    if len(crows):
+        cusum_alerts, budget = _cusums(crows, cusum_arl0, cusum_delta)
         alerts += cusum_alerts
     alerts += _shoe_counts(shoes)
 
@@ -402,6 +409,12 @@ def _table_days(rows: CoupRows) -> list[_Family]:
 
 
 # ------------------------------------------------------------------- CUSUM
+
+
+def table_cusums(rows: CoupRows, *, arl0: float = DEFAULT_ARL0,
+                 delta: float = DEFAULT_DELTA) -> list[Alert]:
+    """The tables' CUSUM alerts alone (each dated its crossing day)."""
+    return _cusums(rows, arl0, delta)[0]
 
 
 def _cusums(rows: CoupRows, arl0: float, delta: float):

@@ -98,3 +98,16 @@ def test_alerts_carry_json_ready_evidence_and_q_values():
     assert ev["wilson95"][0] > ev["rest_of_floor_rate"]
     assert ev["rate"] > ev["limits_at_n"]["hi998"]
     assert len(ev["funnel"]["n"]) == len(ev["funnel"]["hi998"])
+
+
+def test_cusum_over_a_trailing_window():
+    s = synth.honest(tables=2, days=8, coups_per_day=1000, seed=23)
+    s = synth.inject_table(s, seed=23, table=1, from_day=F + 1, share=0.38)
+    last_day = s.rows.take(s.rows.day == F + 7)
+    alone = detect.analyse(last_day, [])
+    assert not [a for a in alone.alerts if a.kind == "table_cusum"]
+    windowed = detect.analyse(last_day, [], cusum_rows=s.rows)
+    cusum = [a for a in windowed.alerts if a.kind == "table_cusum"]
+    assert [a.subject for a in cusum] == ["table:1"]
+    assert cusum == detect.table_cusums(s.rows)
+    assert windowed.tests == alone.tests  # the window adds no BH test
