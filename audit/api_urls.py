@@ -3,6 +3,7 @@
 from django.urls import path
 
 from .api import views as v
+from .surveillance import api as surveillance
 
 urlpatterns = [
     path("floor/", v.FloorView.as_view(), name="audit-api-floor"),
@@ -27,4 +28,10 @@ urlpatterns = [
     path("stats/", v.StatsView.as_view(), name="audit-api-stats"),
     path("trail/", v.TrailView.as_view(), name="audit-api-trail"),
     path("trail/verify/", v.TrailVerifyView.as_view(), name="audit-api-trail-verify"),
+    path("surveillance/runs/", surveillance.RunListCreate.as_view(),
+         name="audit-api-surveillance-runs"),
+    path("surveillance/runs/<id:pk>/", surveillance.RunDetail.as_view(),
+         name="audit-api-surveillance-run"),
+    path("surveillance/runs/<id:pk>/alerts/", surveillance.RunAlerts.as_view(),
+         name="audit-api-surveillance-alerts"),
 ]

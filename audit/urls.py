@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .pages import floor, house, review, sessions
+from .pages import floor, house, review, sessions, surveillance
 
 app_name = "floor"
 
@@ -26,4 +26,11 @@ urlpatterns = [
     path("rules/", house.rules_index, name="rules"),
     path("tables/<id:pk>/rules/", house.table_rules, name="table-rules"),
     path("shoes/<id:pk>/release/", house.release, name="shoe-release"),
+    path("surveillance/", surveillance.surveillance, name="surveillance"),
+    path("surveillance/run/", surveillance.surveillance_start,
+         name="surveillance-start"),
+    path("surveillance/runs/<id:pk>/", surveillance.surveillance_run,
+         name="surveillance-run"),
+    path("surveillance/progress.json", surveillance.surveillance_progress,
+         name="surveillance-progress"),
 ]

@@ -112,6 +112,11 @@ ROUTES: dict[str, dict[str, str]] = {
     "floor:rules": {"GET": "floor.view"},
     "floor:table-rules": {"GET": "floor.view", "POST": "table.manage"},
     "floor:shoe-release": {"POST": "shoe.release"},
+    # statistical surveillance (issue 14): pages
+    "floor:surveillance": {"GET": "surveillance.read"},
+    "floor:surveillance-start": {"POST": "surveillance.run"},
+    "floor:surveillance-run": {"GET": "surveillance.read"},
+    "floor:surveillance-progress": {"GET": "surveillance.read"},
     # the pit boss's floor: API
     "audit-api-floor": {"GET": "floor.view"},
     "audit-api-flags": {"GET": "flag.read"},
@@ -128,6 +133,10 @@ ROUTES: dict[str, dict[str, str]] = {
     "audit-api-stats": {"GET": "stats.read"},
     "audit-api-trail": {"GET": "trail.read"},
     "audit-api-trail-verify": {"GET": "trail.read"},
+    "audit-api-surveillance-runs": {"GET": "surveillance.read",
+                                    "POST": "surveillance.run"},
+    "audit-api-surveillance-run": {"GET": "surveillance.read"},
+    "audit-api-surveillance-alerts": {"GET": "surveillance.read"},
     # manager reports (issue 5)
     "reports:dashboard": {"GET": "report.read"},
     "reports:request": {"POST": "report.request"},

@@ -58,6 +58,17 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "report.read": frozenset({MANAGER, AUDITOR}),
     "report.request": frozenset({MANAGER, AUDITOR}),
     "reaudit.run": frozenset({MANAGER}),
+    # Statistical surveillance (issue 14): the manager and the auditor read
+    # the page, the runs and their evidence. A run raises alerts into the pit
+    # boss's queue (it changes what he must review), so only a manager asks
+    # for one over a period, as only he starts a re-audit; the auditor, who
+    # changes nothing, reads the nightly runs and the manager's. Only a
+    # manager runs at another false discovery rate than the house's
+    # (settings.SURVEILLANCE_FDR). The pit boss decides the alerts in his
+    # queue, on the flag's page (its evidence and chart), not here.
+    "surveillance.read": frozenset({MANAGER, AUDITOR}),
+    "surveillance.run": frozenset({MANAGER}),
+    "surveillance.fdr": frozenset({MANAGER}),
     # Revoking another user's API token (issues 6, 11): the pit boss on the
     # floor and the manager above him, each only for a lower role (RANKS
     # below); anyone may revoke his own (casino/tokens.py).

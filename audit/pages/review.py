@@ -43,6 +43,10 @@ def _flag_page(request, flag, *, confirm=None, dismiss=None, error=None, status=
     may_review = (has_capability(request.user, "flag.review") and flag.is_open
                   and not own)
     sanction = flag.coup.rules.false_draw_sanction if flag.coup else "none"
+    if flag.kind == Flag.Kind.SURVEILLANCE:
+        from ..surveillance.selectors import flag_evidence
+
+        file.update(flag_evidence(flag))
     return render(request, "audit/flag.html", {
         **file, "confirm_form": confirm or ConfirmForm(),
         "dismiss_form": dismiss or ReasonForm(), "error": error,

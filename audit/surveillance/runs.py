@@ -179,7 +179,7 @@ def surveillance_execute(*, run_id: int) -> SurveillanceRun | None:
 
 def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     from . import alerts, collect, summary
-    from .detect import DEFAULT_ARL0, DEFAULT_DELTA, _cusums, analyse
+    from .detect import analyse
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -202,16 +202,15 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     progress(run.pk, run.attempts, stage="detect", percent=45,
              coups=len(rows), shoes=len(shoes))
     t1 = time.perf_counter()
-    report = analyse(rows, shoes, fdr=float(run.fdr))
+    report = analyse(rows, shoes, fdr=float(run.fdr), cusum_rows=window)
     found = report.alerts
-    if window is not rows:
-        found = [a for a in found if a.kind != "table_cusum"]
-        found += _cusums(window, DEFAULT_ARL0, DEFAULT_DELTA)[0]
     timings["detect"] = time.perf_counter() - t1
     progress(run.pk, run.attempts, stage="write", percent=80)
     t2 = time.perf_counter()
     overview = summary.build(rows, shoes, report, cusum_rows=window)
     overview["cusum_from"] = first.isoformat()
+    overview["alert_idents"] = [alerts.alert_ident(a, run.from_day, run.to_day)
+                                for a in found]
     with transaction.atomic():
         current = (SurveillanceRun.objects.select_for_update().get(pk=run.pk))
         if current.status != Status.RUNNING or current.attempts != run.attempts:

@@ -1,0 +1,155 @@
+"""The surveillance pages (manager, auditor): the latest run of each period
+with its charts — the croupiers' funnel, the bankers, the tables and their
+CUSUM paths, the shoes, the alerts with links to their flags — and a form to
+run over any period (202 and progress, like a report)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from casino.access import route_page
+from casino.api import parse_id
+from casino.roles import has_capability
+from tables.api.views import device_of
+from tables.errors import Invalid, ServiceError
+from tables.models import Table
+
+from ..models import SurveillanceRun
+from ..reports.views import current_gaming_day
+from ..surveillance import runs
+from ..surveillance.selectors import latest_runs, run_alerts
+from ..surveillance.words import test_label
+
+
+def _names(run: SurveillanceRun | None) -> tuple[dict, dict]:
+    """Usernames of the funnel's croupiers, names of the tables."""
+    if run is None:
+        return {}, dict(Table.objects.values_list("pk", "name"))
+    s = run.summary or {}
+    ids = [int(p["subject"].split(":", 1)[1])
+           for p in s.get("funnel", {}).get("points", [])]
+    users = dict(get_user_model().objects.filter(pk__in=ids)
+                 .values_list("pk", "username"))
+    tables = dict(Table.objects.values_list("pk", "name"))
+    return users, tables
+
+
+def subject_label(subject: str | None, users: dict, tables: dict) -> str:
+    """"croupier:7" -> his username, "table:3@day:739000" -> the table's name
+    and the day, "shoe:12" -> "shoe #12"; a banker's identity as it is."""
+    from datetime import date
+
+    if not subject:
+        return "—"
+    parts = dict(p.partition(":")[::2] for p in subject.split("@"))
+    try:
+        if "croupier" in parts:
+            return str(users.get(int(parts["croupier"]), subject))
+        if "table" in parts:
+            name = str(tables.get(int(parts["table"]), subject))
+            if "day" in parts:
+                name += " · " + date.fromordinal(int(parts["day"])).isoformat()
+            return name
+        if "shoe" in parts:
+            return _("shoe #%(n)s") % {"n": parts["shoe"]}
+    except (ValueError, OverflowError):
+        pass
+    return subject
+
+
+def _chart_data(run: SurveillanceRun, users: dict, tables: dict) -> dict:
+    s = run.summary or {}
+    funnel = dict(s.get("funnel") or {})
+    funnel["points"] = [
+        {**p, "label": users.get(int(p["subject"].split(":", 1)[1]), p["subject"])}
+        for p in funnel.get("points", [])]
+    cusums = [{"table": t["table"], "label": tables.get(t["table"], t["table"]),
+               **t["cusum"]} for t in s.get("tables", []) if t.get("cusum")]
+    return {"funnel": funnel, "cusums": cusums}
+
+
+def _page(request, run: SurveillanceRun | None, status: int = 200):
+    day, _cutoff = current_gaming_day()
+    users, tables = _names(run)
+    s = (run.summary or {}) if run else {}
+    rows = [{**t, "name": tables.get(t["table"], t["table"])}
+            for t in s.get("tables", [])]
+    shoes = [{**x, "name": tables.get(x["table"], x["table"])}
+             for x in s.get("shoes", [])]
+    alerts = run_alerts(run) if run else []
+    croupiers = {int(a.subject.split(":", 1)[1]) for a in alerts
+                 if a.subject and a.subject.startswith("croupier:")}
+    users.update(get_user_model().objects.filter(pk__in=croupiers - set(users))
+                 .values_list("pk", "username"))
+    for a in alerts:
+        a.label = test_label(a.code)
+        a.subject_label = subject_label(a.subject, users, tables)
+    return render(request, "audit/surveillance.html", {
+        "run": run, "summary": s,
+        "chart": _chart_data(run, users, tables) if run and run.summary else None,
+        "tables_rows": rows, "shoes": shoes, "bankers": s.get("bankers", []),
+        "alerts": alerts,
+        "may_open_flags": has_capability(request.user, "flag.read"),
+        "latest": latest_runs(),
+        "can_run": has_capability(request.user, "surveillance.run"),
+        "can_fdr": has_capability(request.user, "surveillance.fdr"),
+        "house_fdr": runs.house_fdr(),
+        "default_to": day - timedelta(days=1),
+        "default_from": day - timedelta(days=7),
+        "tables": Table.objects.order_by("name"),
+    }, status=status)
+
+
+@route_page
+def surveillance(request):
+    """The latest finished run (any period), its charts and alerts."""
+    run = (SurveillanceRun.objects.filter(status=SurveillanceRun.Status.DONE)
+           .select_related("requested_by").first())
+    return _page(request, run)
+
+
+@route_page
+def surveillance_run(request, pk: int):
+    run = get_object_or_404(SurveillanceRun.objects.select_related("requested_by"),
+                            pk=pk)
+    return _page(request, run)
+
+
+@require_POST
+@route_page
+def surveillance_start(request):
+    p = request.POST
+    tables = [parse_id(t) for t in p.getlist("tables") if t]
+    try:
+        if None in tables:
+            raise Invalid("tables", "must be table ids")
+        run = runs.surveillance_request(
+            user=request.user, from_day=p.get("from_day", ""),
+            to_day=p.get("to_day", ""), table_ids=tables,
+            fdr=p.get("fdr") or None, device=device_of(request))
+    except ServiceError as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+        return redirect("floor:surveillance")
+    run.refresh_from_db()
+    if run.dispatched_at is None and run.status == SurveillanceRun.Status.QUEUED:
+        messages.warning(request, _("The task queue cannot be reached: run #%(n)s "
+                                    "is kept and will start when it is back.")
+                         % {"n": run.pk})
+    return redirect("floor:surveillance-run", pk=run.pk)
+
+
+@route_page
+def surveillance_progress(request):
+    """Progress of the runs the page shows (polled every second or two)."""
+    ids = [i for i in map(parse_id, request.GET.getlist("run")) if i][:20]
+    return JsonResponse({"runs": [
+        {"id": r.pk, "status": r.status, "stage": r.stage, "percent": r.percent,
+         "coups": r.coups, "alerts": r.alerts, "error": r.error}
+        for r in SurveillanceRun.objects.filter(pk__in=ids)]})

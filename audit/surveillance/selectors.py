@@ -1,0 +1,114 @@
+"""Selectors read: a run's alerts, the latest run of each period, a flag's
+evidence and the chart its page draws."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db.models import Prefetch
+
+from ..models import Flag, SurveillanceEvidence, SurveillanceRun
+
+
+def run_alerts(run: SurveillanceRun) -> list[Flag]:
+    """The flags of the alerts the run found, each with its evidence
+    (attributes subject, statistic, p_value, q_value, alert_evidence,
+    raised_by_run), most severe and smallest p first."""
+    idents = (run.summary or {}).get("alert_idents") or []
+    flags = list(
+        Flag.objects.filter(ident__in=idents)
+        .select_related("croupier", "decided_by", "table")
+        .prefetch_related(Prefetch("evidence", SurveillanceEvidence.objects
+                                   .order_by("id"), to_attr="_evidence")))
+    for f in flags:
+        ev = f._evidence[0] if f._evidence else None
+        f.subject = ev.subject if ev else None
+        f.statistic = ev.statistic if ev else None
+        f.p_value = ev.p_value if ev else None
+        f.q_value = ev.q_value if ev else None
+        f.alert_evidence = ev.evidence if ev else None
+        f.raised_by_run = ev.run_id if ev else None
+    flags.sort(key=lambda f: (f.severity != "critical",
+                              f.p_value if f.p_value is not None else 1.0, f.pk))
+    return flags
+
+
+def latest_runs(limit: int = 12) -> list[SurveillanceRun]:
+    """The latest run of each period (from, to, tables), newest first."""
+    out, seen = [], set()
+    for run in SurveillanceRun.objects.select_related("requested_by")[:200]:
+        key = (run.from_day, run.to_day, tuple(run.tables or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(run)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _iso(ordinal) -> str | None:
+    try:
+        return date.fromordinal(int(ordinal)).isoformat()
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def evidence_chart(kind: str, test: str, ev: dict) -> dict | None:
+    """The chart of a flag's page, from its evidence: the croupier's point in
+    the floor's funnel; the table's CUSUM path (each day's highest value)
+    against its limit; bars of observed against expected (a shoe's outcomes,
+    a table's or a banker's wins by gaming day)."""
+    if not ev:
+        return None
+    if kind == "croupier" and ev.get("funnel"):
+        f = ev["funnel"]
+        return {"type": "funnel", "n": f.get("n", []),
+                "lo95": f.get("lo95", []), "hi95": f.get("hi95", []),
+                "lo998": f.get("lo998", []), "hi998": f.get("hi998", []),
+                "points": f.get("points", []),
+                "subject": {"n": ev.get("coups"), "rate": ev.get("rate")}}
+    if kind == "table_cusum" and ev.get("series"):
+        sr = ev["series"]
+        return {"type": "cusum", "labels": [_iso(d) for d in sr.get("day", [])],
+                "values": sr.get("cusum_max", []), "limit": ev.get("limit_h")}
+    if kind == "shoe" and ev.get("counts"):
+        names = ["banker", "punter", "tie"]
+        return {"type": "bars", "labels": names,
+                "observed": [ev["counts"].get(k) for k in names],
+                "expected": [ev.get("expected", {}).get(k) for k in names]}
+    series = ev.get("series") or {}
+    if series.get("day") and ("banker_wins" in series or "wins" in series):
+        return {"type": "bars", "labels": [_iso(d) for d in series["day"]],
+                "observed": series.get("banker_wins", series.get("wins")),
+                "expected": series.get("expected_wins", [])}
+    return None
+
+
+def flag_evidence(flag: Flag) -> dict:
+    """What the flag's page shows of a surveillance alert."""
+    ev = flag.evidence.order_by("id").first()
+    if ev is None:
+        return {}
+    from .words import FIGURES, KINDS, test_label
+
+    body = ev.evidence or {}
+    kind = body.get("kind", "")
+    figures = []
+    for key, value in body.items():
+        if isinstance(value, dict | list) or key in ("kind", "sequence"):
+            continue
+        if key in ("day", "crossing_day") and isinstance(value, int):
+            value = _iso(value)
+        elif isinstance(value, float):
+            value = f"{value:.4g}"
+        elif value is None:
+            value = "—"
+        figures.append((str(FIGURES.get(key, key.replace("_", " "))), value))
+    return {"surveillance": {
+        "row": ev, "kind": kind, "figures": figures,
+        "label": test_label(ev.test), "kind_label": str(KINDS.get(kind, kind)),
+        "interval": body.get("wilson95") or body.get("band95"),
+        "limits": body.get("limits_at_n"), "sequence": body.get("sequence"),
+        "chart": evidence_chart(kind, ev.test, body),
+    }}

@@ -1,0 +1,141 @@
+"""The surveillance pages without a browser: the manager's and the auditor's
+page with its charts' data, tables and alerts; the run form (202-like:
+redirect to the run's page, progress); who opens what; the flag's page shows
+the evidence to the pit boss, who decides it there with a reason; French."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from audit.models import Flag, SurveillanceRun
+from audit.surveillance import runs
+
+from .conftest import DAY1
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user, lang="en"):
+    c = Client(HTTP_ACCEPT_LANGUAGE=lang)
+    c.force_login(user)
+    return c
+
+
+@pytest.fixture
+def done_run(floor_night, manager):
+    run = runs.surveillance_request(user=manager, from_day=DAY1, to_day=DAY1)
+    return runs.surveillance_execute(run_id=run.pk)
+
+
+def _json(html: str, name: str):
+    start = html.index(f'id="{name}"')
+    body = html[html.index(">", start) + 1:html.index("</script>", start)]
+    return json.loads(body)
+
+
+def test_the_page_shows_the_latest_run(done_run, manager, auditor, floor_night):
+    for user in (manager, auditor):
+        r = client_for(user).get("/floor/surveillance/")
+        assert r.status_code == 200
+        html = r.content.decode()
+        assert f"Run #{done_run.pk}" in html
+        for part in ('id="chart-funnel"', 'id="alerts"', 'id="bankers"',
+                     'id="tables"', 'id="shoes"', 'id="runs"', "chart.umd.min.js"):
+            assert part in html, part
+        data = _json(html, "surveillance-data")
+        culprit = floor_night["culprit"]
+        labels = {p["label"] for p in data["funnel"]["points"]}
+        assert culprit.username in labels
+        assert data["funnel"]["hi998"] and data["cusums"]
+        for c in data["cusums"]:
+            assert f'id="cusum-{c["table"]}"' in html and c["limit"] > 0
+        flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
+        assert f'href="/floor/flags/{flag.pk}/"' in html
+    # the form is the manager's
+    assert 'id="run-form"' in client_for(manager).get("/floor/surveillance/") \
+        .content.decode()
+    assert 'id="run-form"' not in client_for(auditor).get("/floor/surveillance/") \
+        .content.decode()
+
+
+def test_who_opens_it(done_run, pitboss, croupier, outsider, manager):
+    for user in (pitboss, croupier, outsider):
+        c = client_for(user)
+        assert c.get("/floor/surveillance/").status_code == 403
+        assert c.get(f"/floor/surveillance/runs/{done_run.pk}/").status_code == 403
+        assert c.post("/floor/surveillance/run/", {}).status_code == 403
+    # the menu shows it to those who may open it only
+    assert "/floor/surveillance/" in client_for(manager).get("/floor/rules/") \
+        .content.decode()
+    assert "/floor/surveillance/" not in client_for(pitboss).get("/floor/") \
+        .content.decode()
+    assert Client().get("/floor/surveillance/").status_code == 302
+
+
+def test_the_form_starts_a_run_and_shows_progress(
+        floor_night, manager, django_capture_on_commit_callbacks):
+    c = client_for(manager)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = c.post("/floor/surveillance/run/", {"from_day": str(DAY1),
+                                                "to_day": str(DAY1), "fdr": "0.02"})
+    run = SurveillanceRun.objects.get()
+    assert r.status_code == 302
+    assert r["Location"] == f"/floor/surveillance/runs/{run.pk}/"
+    assert str(run.fdr) == "0.0200" and run.status == "done"
+    p = c.get(f"/floor/surveillance/progress.json?run={run.pk}").json()
+    assert p["runs"][0]["percent"] == 100 and p["runs"][0]["status"] == "done"
+    page = c.get(r["Location"]).content.decode()
+    assert "0.0200" in page and 'id="chart-funnel"' in page
+    # a refusal names the field, on the page
+    r = c.post("/floor/surveillance/run/", {"from_day": str(DAY1),
+                                            "to_day": "nope"}, follow=True)
+    assert "to_day" in r.content.decode()
+    assert SurveillanceRun.objects.count() == 1
+
+
+def test_a_queued_run_polls_its_progress(manager):
+    run = SurveillanceRun.objects.create(
+        from_day=DAY1, to_day=DAY1, fdr="0.05", requested_by=manager,
+        requested_at="2025-03-04T10:00:00Z", status="running", stage="detect",
+        percent=45)
+    html = client_for(manager).get(f"/floor/surveillance/runs/{run.pk}/") \
+        .content.decode()
+    assert 'data-live="1"' in html and "detect" in html and "45" in html
+
+
+def test_the_flag_page_shows_the_evidence_to_the_pit_boss(
+        done_run, pitboss, floor_night):
+    flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
+    c = client_for(pitboss)
+    html = c.get(f"/floor/flags/{flag.pk}/").content.decode()
+    assert 'id="evidence"' in html and 'id="chart-evidence"' in html
+    chart = _json(html, "evidence-data")
+    assert chart["type"] == "funnel" and chart["subject"]["n"] > 0
+    assert "False draws above the floor&#x27;s rate" in html
+    assert "confirm-reason" in html  # he may decide it
+    # the run's page is not his: its number without a link
+    assert f"/floor/surveillance/runs/{done_run.pk}/" not in html
+    # a decision without a reason is refused, with one it is taken
+    assert c.post(f"/floor/flags/{flag.pk}/dismiss/", {"reason": ""}) \
+        .status_code == 400
+    r = c.post(f"/floor/flags/{flag.pk}/dismiss/",
+               {"reason": "a trainee's first night, retrained"})
+    assert r.status_code == 302
+    flag.refresh_from_db()
+    assert flag.status == "dismissed" and flag.decided_by == pitboss
+    # the croupier it is about never decides it (four eyes)
+    from audit.services import may_decide
+
+    assert not may_decide(flag, floor_night["culprit"])
+
+
+def test_french(done_run, manager, pitboss):
+    html = client_for(manager, "fr").get("/floor/surveillance/").content.decode()
+    assert "Surveillance" in html and "Lancer" in html
+    assert "Croupiers : faux tirages" in html
+    flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
+    html = client_for(pitboss, "fr").get(f"/floor/flags/{flag.pk}/").content.decode()
+    assert "Éléments" in html
