@@ -171,12 +171,22 @@ def _fill_places(places: list[dict]) -> None:
             p["table_id"] = tables.get(p["session_id"])
 
 
-def message(alert: Alert) -> str:
+def _usernames(ids: set[int]) -> dict[int, str]:
+    from django.contrib.auth import get_user_model
+
+    if not ids:
+        return {}
+    return dict(get_user_model().objects.filter(pk__in=ids)
+                .values_list("pk", "username"))
+
+
+def message(alert: Alert, who: str = "") -> str:
     words = WORDS.get(alert.test, alert.test.replace("_", " "))
     p = _num(alert.p_value)
     figures = "certain" if alert.test in CERTAIN or alert.kind in CERTAIN else (
         f"p = {p:.2g}" if p is not None else "")
-    return f"{alert.subject}: {words} ({figures})."[:400]
+    subject = f"{who} ({alert.subject})" if who else alert.subject
+    return f"{subject}: {words} ({figures})."[:400]
 
 
 def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
@@ -197,6 +207,8 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
     if not fresh:
         return 0
     _fill_places([p for _, _, p in fresh])
+    names = _usernames({p["croupier_id"] for _, a, p in fresh
+                        if a.kind == "croupier" and p["croupier_id"]})
     now = timezone.now()
     flags = []
     for ident, alert, place in fresh:
@@ -204,7 +216,9 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
         flags.append(Flag(
             ident=ident, kind=Flag.Kind.SURVEILLANCE, code=alert.test[:32],
             severity="critical" if certain else "warning", side="",
-            message=message(alert), gaming_day=date.fromordinal(alert.day)
+            message=message(alert, names.get(place["croupier_id"], "")
+                            if alert.kind == "croupier" else ""),
+            gaming_day=date.fromordinal(alert.day)
             if alert.day else run.to_day, raised_at=now, **place))
     Flag.objects.bulk_create(flags)
     if flags[0].pk is None:  # a database that returns no ids
