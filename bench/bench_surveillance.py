@@ -70,7 +70,7 @@ def setup_floor(per_cell: int) -> dict:
                     f"SELECT {exprs} FROM generate_series(0, {cells - 1}) g")
         # shoe h of cell g: id g * shoes + h + 1
         sg = f"(g / {shoes})"
-        dealt = f"LEAST({SHOE_COUPS}, {per_cell} - (g % {shoes}) * {SHOE_COUPS}) * 5"
+        dealt = f"LEAST({SHOE_COUPS}, {per_cell} - (g % {shoes}) * {SHOE_COUPS}) * 4"
         cols, exprs = _fill(Shoe, {
             "id": "g + 1", "session_id": f"{sg} + 1", "number": f"g % {shoes} + 1",
             "decks": "6", "burned": "5", "opened_at": at.replace("g /", f"{sg} /"),

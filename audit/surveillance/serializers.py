@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.urls import reverse
 from rest_framework import serializers
 
-from casino.drf import CharField, IntegerField
+from casino.drf import CharField, DecimalField, IntegerField
 
 from ..models import Flag, SurveillanceRun
 
@@ -16,9 +18,9 @@ class RunRequestSerializer(serializers.Serializer):
     tables = serializers.ListField(
         child=IntegerField(min_value=1), required=False, default=list,
         max_length=500, help_text="Table ids; empty for every table.")
-    fdr = serializers.DecimalField(
-        max_digits=5, decimal_places=4, required=False, allow_null=True,
-        default=None,
+    fdr = DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal("0"), required=False,
+        allow_null=True, default=None,
         help_text="False discovery rate for this run (a manager only); "
         "default: the house's (SURVEILLANCE_FDR).")
 

@@ -117,6 +117,9 @@ def test_decided_like_a_flag_with_reasons_and_four_eyes(
     flag = Flag.objects.get(kind="surveillance", code="false_draw_rate",
                             croupier=culprit)
     base = f"/api/v1/flags/{flag.pk}/"
+    detail = as_user(pitboss).get(base)
+    assert detail.status_code == 200, detail.content
+    assert detail.data["kind"] == "surveillance" and detail.data["table"] is None
     # the croupier it is about may not decide it, even as a pit boss
     culprit.groups.add(*pitboss.groups.all())
     culprit = type(culprit).objects.get(pk=culprit.pk)
