@@ -163,3 +163,24 @@ def test_the_floor_session_page_shows_the_count(client, pitboss, croupier, shoe,
     page = client.get(f"/floor/sessions/{shoe.session_id}/").content.decode()
     assert 'id="shoes"' in page
     assert "299" in page and "shoe_count -4" in page
+
+
+def test_the_pit_boss_sees_it_in_the_queue_and_decides_it(
+    client, pitboss, croupier, shoe, turn
+):
+    shoe = deal(shoe, croupier, n=1)
+    services.shoe_close(shoe=shoe, user=croupier, cards_left=299)
+    flag = Flag.objects.get()
+    client.force_login(pitboss)
+    queue = client.get("/floor/queue/")
+    assert queue.status_code == 200
+    assert f"/floor/flags/{flag.pk}/" in queue.content.decode()
+    page = client.get(f"/floor/flags/{flag.pk}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "shoe_count" in text and "52 × decks" in text  # the rule quoted
+    r = client.post(f"/floor/flags/{flag.pk}/confirm/",
+                    {"reason": "four cards missing, shoe kept for the police"})
+    assert r.status_code in (200, 302)
+    flag.refresh_from_db()
+    assert flag.status == "confirmed" and flag.decided_by == pitboss
