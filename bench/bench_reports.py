@@ -160,10 +160,17 @@ def build_rollups() -> float:
     coup by coup)."""
     from django.db import connection
 
+    from tables.chemmy import STANDARD_TABLEAU
+    from tables.chemmy.odds import house_odds
     from tables.models import Coup, DailyRollup, Finding, Shoe, TableSession
 
     c, s, t = Coup._meta.db_table, Shoe._meta.db_table, TableSession._meta.db_table
     f = Finding._meta.db_table
+    # each coup's expected levy, as tables/rollups.py levy_expectation weighs
+    # it: P(banker) of the one rules version x 5 % of C to 0.10, half up
+    odds = house_odds(decks=6, tableau=STANDARD_TABLEAU, punter_five="free",
+                      banker_prescriptions={})
+    p = f"({odds.p_banker.numerator}::numeric / {odds.p_banker.denominator})"
     start = time.perf_counter()
     with connection.cursor() as cur:
         cur.execute(f"TRUNCATE {DailyRollup._meta.db_table}")
@@ -187,14 +194,17 @@ def build_rollups() -> float:
                 count(*) FILTER (WHERE outcome = 'punter') AS pw,
                 count(*) FILTER (WHERE outcome = 'tie') AS ties,
                 sum(covered) AS covered, sum(covered * covered) AS covered_sq,
-                sum(commission) AS commission
+                sum(commission) AS commission,
+                sum(round({p} * round(covered * 0.05, 1), 10)) AS levy_mean,
+                sum(round({p} * (1 - {p}) * round(covered * 0.05, 1) ^ 2, 10))
+                  AS levy_var
               FROM cell GROUP BY 1, 2, 3, 4)
             INSERT INTO {DailyRollup._meta.db_table} (table_id, gaming_day,
               croupier_id, banker_seat, coups, banker_wins, punter_wins, ties,
-              covered, covered_sq, commission, findings)
+              covered, covered_sq, commission, levy_mean, levy_var, findings)
             SELECT s.table_id, s.gaming_day, s.croupier, s.banker_seat, s.coups,
               s.bw, s.pw, s.ties, s.covered, s.covered_sq, s.commission,
-              coalesce(codes.findings, '{{}}'::jsonb)
+              s.levy_mean, s.levy_var, coalesce(codes.findings, '{{}}'::jsonb)
             FROM sums s LEFT JOIN codes USING (table_id, gaming_day, croupier,
                                                banker_seat)""")
         # as autovacuum would: set hint bits / visibility once, not on the

@@ -536,6 +536,12 @@ class DailyRollup(models.Model):
     # sum of covered², for the variance of the commission (stake mix)
     covered_sq = models.DecimalField(max_digits=32, decimal_places=4, default=0)
     commission = models.DecimalField(**MONEY, default=Decimal("0"))
+    # The expected levy of the cell's coups and its variance, each coup weighed
+    # under its own house rules as it is written (tables/rollups.py
+    # levy_expectation): a report's expectation and band read these, never
+    # the coups.
+    levy_mean = models.DecimalField(max_digits=32, decimal_places=10, default=0)
+    levy_var = models.DecimalField(max_digits=40, decimal_places=10, default=0)
     findings = models.JSONField(default=dict)  # code -> count
 
     class Meta:

@@ -10,19 +10,60 @@ proof test and for repairs).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import Decimal
+from decimal import Decimal, localcontext
+from functools import lru_cache
 
 from django.db.models import Exists, F, OuterRef
 
+from .chemmy.odds import house_odds, levy
 from .models import Coup, DailyRollup, Finding
 
 OUTCOME_FIELD = {"banker": "banker_wins", "punter": "punter_wins", "tie": "ties"}
 
 
+PLACES = Decimal("1e-10")
+
+
+@lru_cache(maxsize=256)
+def _p_banker(decks: int, tableau: str, punter_five: str, cells: tuple) -> Decimal:
+    """P(banker wins) for a house's play (tables/chemmy/odds.py), exact, as a
+    Decimal of 34 digits; a few milliseconds once per play and process."""
+    from .services.ledger_store import tableau_for
+
+    odds = house_odds(decks=decks, tableau=tableau_for(tableau),
+                      punter_five=punter_five, banker_prescriptions=dict(cells))
+    p = odds.p_banker
+    with localcontext() as ctx:
+        ctx.prec = 34
+        return Decimal(p.numerator) / Decimal(p.denominator)
+
+
+def levy_expectation(coup: Coup) -> tuple[Decimal, Decimal]:
+    """The expected levy of a coup and its variance, under its own house rules
+    (levy_expectation_of)."""
+    return levy_expectation_of(coup.rules, coup.tableau_version, coup.covered)
+
+
+def levy_expectation_of(rules, tableau_version: str, covered: Decimal
+                        ) -> tuple[Decimal, Decimal]:
+    """P(banker) x the commission a banker win on ``covered`` takes (the
+    house's rate, unit and rounding), and P(1 - P) x that squared; each to 10
+    places, so that every writer and every re-computation sums the same."""
+    p = _p_banker(rules.decks, tableau_version, rules.punter_five,
+                  tuple(sorted((rules.banker_prescriptions or {}).items())))
+    win = levy(covered, rate=rules.commission_rate, unit=rules.commission_unit,
+               rounding=rules.commission_rounding)
+    with localcontext() as ctx:
+        ctx.prec = 34
+        return ((p * win).quantize(PLACES),
+                (p * (1 - p) * win * win).quantize(PLACES))
+
+
 class _Delta:
     """What some coup revisions add to (or take from) one cell."""
 
-    __slots__ = ("coups", "outcomes", "covered", "covered_sq", "commission", "codes")
+    __slots__ = ("coups", "outcomes", "covered", "covered_sq", "commission",
+                 "levy_mean", "levy_var", "codes")
 
     def __init__(self) -> None:
         self.coups = 0
@@ -30,6 +71,8 @@ class _Delta:
         self.covered = Decimal("0")
         self.covered_sq = Decimal("0")
         self.commission = Decimal("0")
+        self.levy_mean = Decimal("0")
+        self.levy_var = Decimal("0")
         self.codes: list[tuple[str, int]] = []
 
     def add(self, coup: Coup, codes: Iterable[str], sign: int = 1) -> None:
@@ -38,6 +81,9 @@ class _Delta:
         self.covered += sign * coup.covered
         self.covered_sq += sign * coup.covered * coup.covered
         self.commission += sign * coup.commission
+        mean, var = levy_expectation(coup)
+        self.levy_mean += sign * mean
+        self.levy_var += sign * var
         self.codes.extend((code, sign) for code in codes)
 
     def apply(self, cell: DailyRollup) -> None:
@@ -47,6 +93,8 @@ class _Delta:
         cell.covered += self.covered
         cell.covered_sq += self.covered_sq
         cell.commission += self.commission
+        cell.levy_mean = Decimal(cell.levy_mean) + self.levy_mean
+        cell.levy_var = Decimal(cell.levy_var) + self.levy_var
         findings = dict(cell.findings)
         for code, sign in self.codes:
             findings[code] = findings.get(code, 0) + sign
@@ -75,6 +123,8 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
             covered=F("covered") + delta.covered,
             covered_sq=F("covered_sq") + delta.covered_sq,
             commission=F("commission") + delta.commission,
+            levy_mean=F("levy_mean") + delta.levy_mean,
+            levy_var=F("levy_var") + delta.levy_var,
         )
         if updated:
             return
@@ -87,7 +137,7 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
 
 ROLLUP_SUMS = [
     "coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission",
-    "findings",
+    "levy_mean", "levy_var", "findings",
 ]
 
 
@@ -162,7 +212,7 @@ def current_coups():
 def rollup_recompute(**filters) -> dict[tuple, dict]:
     """Cells computed from scratch from the current revisions."""
     cells: dict[tuple, dict] = {}
-    coups = current_coups().filter(**filters).select_related("shoe__session")
+    coups = current_coups().filter(**filters).select_related("shoe__session", "rules")
     finding_codes: dict[int, list[str]] = {}
     for f in Finding.objects.filter(coup__in=coups).values("coup_id", "code"):
         finding_codes.setdefault(f["coup_id"], []).append(f["code"])
@@ -178,9 +228,14 @@ def rollup_recompute(**filters) -> dict[tuple, dict]:
                 "covered": Decimal("0"),
                 "covered_sq": Decimal("0"),
                 "commission": Decimal("0"),
+                "levy_mean": Decimal("0"),
+                "levy_var": Decimal("0"),
                 "findings": {},
             },
         )
+        mean, var = levy_expectation(c)
+        cell["levy_mean"] += mean
+        cell["levy_var"] += var
         cell["coups"] += 1
         cell[OUTCOME_FIELD[c.outcome]] += 1
         cell["covered"] += c.covered
@@ -206,6 +261,8 @@ def rollup_snapshot(**filters) -> dict[tuple, dict]:
             "covered": r.covered,
             "covered_sq": r.covered_sq,
             "commission": r.commission,
+            "levy_mean": r.levy_mean,
+            "levy_var": r.levy_var,
             "findings": dict(r.findings),
         }
     return out

@@ -55,7 +55,7 @@ from .walk import SessionWalk, empty_cell
 
 __all__ = ["LIMIT", "Difference", "LedgerCheck", "ledger_verify"]
 ROLLUP_FIELDS = ("coups", *OUTCOME_FIELD.values(), "covered", "covered_sq",
-                 "commission", "findings")
+                 "commission", "levy_mean", "levy_var", "findings")
 
 
 def ledger_verify(*, from_day: date | None = None,

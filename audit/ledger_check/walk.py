@@ -14,7 +14,7 @@ from django.db.models import Prefetch
 
 from tables import chemmy
 from tables.models import BankerTurn, Coup, HouseRules, Shoe, Stake, TableSession
-from tables.rollups import OUTCOME_FIELD, current_coups
+from tables.rollups import OUTCOME_FIELD, current_coups, levy_expectation_of
 from tables.services import gaming_day_for, next_seat
 from tables.services.ledger import BANCO
 
@@ -35,7 +35,7 @@ STAKE_FIELDS = ("covered", "declined", "payout")
 def empty_cell() -> dict:
     return {"coups": 0, "banker_wins": 0, "punter_wins": 0, "ties": 0,
             "covered": ZERO, "covered_sq": ZERO, "commission": ZERO,
-            "findings": {}}
+            "levy_mean": ZERO, "levy_var": ZERO, "findings": {}}
 
 
 @dataclass
@@ -214,6 +214,11 @@ class SessionWalk:
         cell["covered"] += values["covered"]
         cell["covered_sq"] += values["covered"] * values["covered"]
         cell["commission"] += values["commission"]
+        rules = self.run_.rules[coup.rules_id]
+        mean, var = levy_expectation_of(
+            rules, self.run_.tableaux[rules.tableau_id].version, values["covered"])
+        cell["levy_mean"] += mean
+        cell["levy_var"] += var
         for code in codes:
             cell["findings"][code] = cell["findings"].get(code, 0) + 1
 

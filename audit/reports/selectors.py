@@ -19,14 +19,14 @@ from datetime import date
 from decimal import Decimal
 
 from django.db import connection, transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Min, Sum
 
 from audit.models import CagnotteCount
-from tables.models import DailyRollup, HouseRules, Table
-from tables.rollups import current_coups
+from tables.models import Coup, DailyRollup, HouseRules, Table
+from tables.rollups import PLACES
 from tables.services import gaming_day_for
 
-from .expectation import CENT, Expectation, coup_levy, p_banker_play, rules_play
+from .expectation import CENT, Expectation
 
 GROUPS = {
     "table": "table_id",
@@ -125,48 +125,32 @@ class Expectations:
     rules: dict[int, HouseRules] = field(default_factory=dict)
 
 
-def coup_expectations(from_day: date, to_day: date, table_ids,
-                      group_by: str) -> Expectations:
-    """Each current coup of the period weighed under its own rules version:
-    P(banker) of its decks, tableau and prescribed cells times the levy its
-    rate, unit and rounding mode take on its covered amount."""
-    coups = current_coups().filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
+def coup_expectations(from_day: date, to_day: date, table_ids) -> Expectations:
+    """Per house-rules version, the period's coups played under it and the
+    days they span (for the report's stamp). The expectation itself is summed
+    in the rollups as each coup is written, under the coup's own version
+    (tables/rollups.py levy_expectation): the report never weighs coups."""
+    coups = Coup.objects.filter(revision=1, gaming_day__gte=from_day,
+                                gaming_day__lte=to_day)
     if table_ids:
         coups = coups.filter(shoe__session__table_id__in=table_ids)
-    part = PART_COLUMN.get(group_by)
-    cols = ["shoe__session__table_id", "gaming_day", "rules_id", "tableau_version",
-            "covered"] + ([part] if part else [])
-    rows = list(coups.values(*cols).annotate(n=Count("id"))
-                .values_list(*cols, "n").order_by())
     out = Expectations()
+    for rules_id, n, first, last in (
+        coups.values("rules_id").annotate(n=Count("id"), first=Min("gaming_day"),
+                                          last=Max("gaming_day"))
+        .values_list("rules_id", "n", "first", "last").order_by()
+    ):
+        out.used[rules_id] = {"coups": n, "first": _day(first), "last": _day(last)}
     out.rules = {r.pk: r for r in HouseRules.objects.filter(
-        pk__in={r[2] for r in rows}).select_related("tableau", "table")}
-    levies: dict[tuple, Decimal] = {}
-    plays: dict[tuple, Decimal] = {}
-    for row in rows:
-        table_id, day, rules_id, tableau, covered = row[:5]
-        day, n, rules = _day(day), row[-1], out.rules[rules_id]
-        covered = _dec(covered).quantize(CENT)
-        p = plays.get((rules_id, tableau))
-        if p is None:
-            p = plays[(rules_id, tableau)] = p_banker_play(rules_play(rules, tableau))
-        levy = levies.get((rules_id, covered))
-        if levy is None:
-            levy = levies[(rules_id, covered)] = coup_levy(rules, covered)
-        out.cells.setdefault((table_id, day), Expectation()).add_coups(
-            n=n, p=p, levy=levy)
-        if part:
-            out.parts.setdefault(row[5], Expectation()).add_coups(n=n, p=p, levy=levy)
-        used = out.used.setdefault(rules_id, {"coups": 0, "first": day, "last": day})
-        used["coups"] += n
-        used["first"], used["last"] = min(used["first"], day), max(used["last"], day)
+        pk__in=out.used).select_related("tableau", "table")}
     return out
 
 
 SUMS = {"s_coups": Sum("coups"), "s_bw": Sum("banker_wins"),
         "s_pw": Sum("punter_wins"), "s_ties": Sum("ties"),
         "s_covered": Sum("covered"), "s_commission": Sum("commission"),
-        "s_sq": Sum("covered_sq")}
+        "s_sq": Sum("covered_sq"), "s_lm": Sum("levy_mean"),
+        "s_lv": Sum("levy_var")}
 
 
 def _sums(base, columns: list[str]):
@@ -176,17 +160,21 @@ def _sums(base, columns: list[str]):
             .values_list(*columns, *SUMS).order_by(*columns))
 
 
-def _row(key, label: str, v, exp: Expectation | None) -> Row:
-    """A Row from summed numbers. PostgreSQL sums NUMERIC exactly; SQLite adds
-    doubles, so there money is brought back to cents."""
+def _row(key, label: str, v) -> Row:
+    """A Row from summed numbers, its expectation the rollups' sums of each
+    coup's expected levy and variance. PostgreSQL sums NUMERIC exactly; SQLite
+    adds doubles, so there money is brought back to cents (and the
+    expectation to its 10 places)."""
     covered, commission = v[4] or ZERO, v[5] or ZERO
     if type(covered) is not Decimal or covered.as_tuple().exponent != -2:
         covered = Decimal(covered).quantize(CENT)
         commission = Decimal(commission).quantize(CENT)
+    mean, var = _dec(v[7]), _dec(v[8])
+    if type(v[7]) is not Decimal:
+        mean, var = mean.quantize(PLACES), var.quantize(PLACES)
     return Row(key, label, coups=v[0] or 0, banker_wins=v[1] or 0,
                punter_wins=v[2] or 0, ties=v[3] or 0, covered=covered,
-               commission=commission,
-               exp=exp.copy() if exp is not None else Expectation())
+               commission=commission, exp=Expectation(mean, var))
 
 
 def _dec(v) -> Decimal:
@@ -231,7 +219,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     if table_ids:
         base = base.filter(table_id__in=table_ids)
     periods = rules_periods(table_ids or None)
-    expect = coup_expectations(from_day, to_day, table_ids or None, group_by)
+    expect = coup_expectations(from_day, to_day, table_ids or None)
 
     # 1. table x gaming day cells: the band flags, the chart, cagnotte counts
     column = GROUPS[group_by]
@@ -245,8 +233,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     cells: dict[tuple, Row] = {}
     for r in raw:
         key = (r[0], r[1])
-        cells[key] = _row(key, f"{names.get(r[0], r[0])} {r[1].isoformat()}", r[2:],
-                          expect.cells.get(key))
+        cells[key] = _row(key, f"{names.get(r[0], r[0])} {r[1].isoformat()}", r[2:])
     for key, (counted, variance) in counts.items():
         cell = cells.get(key) or cells.setdefault(
             key, Row(key, f"{names.get(key[0], key[0])} {key[1].isoformat()}"))
@@ -263,7 +250,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
             _fold(groups.setdefault(key[index], Row(key[index], "")), cell)
     else:
         for r in part_rows:
-            part = _row(r[0], "", r[len(parts):], expect.parts.get(r[0]))
+            part = _row(r[0], "", r[len(parts):])
             _fold(groups.setdefault(r[0], Row(r[0], "")), part)
         for key, codes in part_codes.items():
             if key[0] in groups:
@@ -331,14 +318,15 @@ def _scan(base, from_day, to_day, table_ids, parts):
         cur.execute(
             f"SELECT {flag}, {cols}, SUM(r.coups), SUM(r.banker_wins), "
             f"SUM(r.punter_wins), SUM(r.ties), SUM(r.covered), SUM(r.commission), "
-            f"SUM(r.covered_sq) FROM {table} r WHERE {where} "
+            f"SUM(r.covered_sq), SUM(r.levy_mean), SUM(r.levy_var) "
+            f"FROM {table} r WHERE {where} "
             f"GROUP BY GROUPING SETS ({sets})", params)
         for row in cur.fetchall():
             if parts is None or row[0] == 1:
-                cells.append((row[1], row[2], *row[-7:]))
+                cells.append((row[1], row[2], *row[-9:]))
             else:
                 key = {"table_id": row[1], "gaming_day": row[2], parts[0]: row[3]}
-                part_rows.append((*(key[c] for c in parts), *row[-7:]))
+                part_rows.append((*(key[c] for c in parts), *row[-9:]))
         cur.execute(
             f"SELECT {flag}, {cols}, j.key, SUM(CAST(j.value AS integer)) "
             f"FROM {table} r, jsonb_each_text(r.findings) j "

@@ -257,7 +257,8 @@ def _update(obj, names: tuple[str, ...]) -> tuple[str, list]:
     return sql, [*_values(obj, fields), obj.pk]
 
 
-_SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission"]
+_SUMS = ["coups", *OUTCOME_FIELD.values(), "covered", "covered_sq", "commission",
+         "levy_mean", "levy_var"]
 # Counts per finding code, added key by key to the cell's jsonb.
 _MERGE_FINDINGS = (
     "(SELECT coalesce(jsonb_object_agg(code, n), '{{}}'::jsonb) FROM ("

@@ -82,6 +82,10 @@ NOT_OBJECT_SCOPED = {
     "floor:queue": "refused by role", "floor:stats": "refused by role",
     "floor:trail": "refused by role",
     "floor:rules": "refused by role",
+    "audit-api-surveillance-runs": "refused by role",
+    "floor:surveillance": "refused by role",
+    "floor:surveillance-start": "refused by role",
+    "floor:surveillance-progress": "refused by role",
     "api-tableaux": "the house's tableau versions (not a table's): read by "
     "design; writing them is a manager's (refused by role)",
     "tableaux:list": "refused by role", "tableaux:new": "refused by role",
