@@ -38,6 +38,7 @@ from .sim_patterns import (
 )
 
 STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # multiples of the minimum punter stake
+SHOES_PER_DAY = 250  # tables x shoes, on a past day's clock (sim_patterns.clock_at)
 
 
 @dataclass
@@ -427,6 +428,10 @@ def simulate(
     rng = random.Random(seed)
     if start is None and days > 1:
         start = timezone.localdate() - timedelta(days=days - 1)
+    if start is not None and tables * shoes > SHOES_PER_DAY:
+        # A past day's clock gives a shoe about 200 of its seconds, from noon:
+        # more would run past the cut-off into the next gaming day.
+        raise ValueError(f"at most {SHOES_PER_DAY} shoes a simulated day")
     for d in range(days):
         day = None if start is None else start + timedelta(days=d)
         with clock_at(day) if day is not None else nullcontext():

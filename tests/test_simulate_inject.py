@@ -214,3 +214,9 @@ def test_the_command_takes_the_injections(db, capsys):
 def test_the_command_refuses_bad_options(db, args):
     with pytest.raises(CommandError):
         call_command("simulate", *args)
+
+
+def test_a_past_day_holds_only_so_many_shoes(croupier):
+    with pytest.raises(ValueError, match="shoes a simulated day"):
+        simulate(user=croupier, tables=26, shoes=10, seed=1, start=DAY)
+    assert not Coup.objects.exists()
