@@ -83,7 +83,7 @@ def one_by_one(session, shoe, user, events, device="tab"):
         if isinstance(event, TurnOpen):
             services.banker_turn_open(
                 session=session, user=user, seat=event.seat, bank=event.bank,
-                device=device,
+                player_card=event.player_card, device=device,
             )
         elif isinstance(event, TurnPass):
             turn = session.turns.get(closed_at__isnull=True)
