@@ -26,6 +26,7 @@ from collections import Counter
 from datetime import date
 
 import numpy as np
+from django.db import connection
 from django.utils import timezone
 
 from casino.changelog import log_actions
@@ -35,6 +36,7 @@ from .data import Alert, CoupRows, ShoeClose
 
 CERTAIN = ("shoe_count",)
 MAX_POINTS = 400  # a chart's series in the evidence, at most
+WRITE_LOCK = 0x53564C  # "SVL": the advisory lock of alerts_write
 
 # What each test says, in words (the flag's message; the page translates the
 # test's name and shows the figures from the evidence).
@@ -195,6 +197,12 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
     how many are new. Inside the run's transaction (runs._pipeline)."""
     if not alerts:
         return 0
+    if connection.vendor == "postgresql":
+        # Two runs over overlapping periods (the nightly one, a manager's)
+        # may find the same alert: their writes take turns, and the second
+        # sees the first's flag instead of colliding on its ident.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
     idents = [alert_ident(a, run.from_day, run.to_day) for a in alerts]
     seen = set(Flag.objects.filter(ident__in=idents).values_list("ident", flat=True))
     where = _Places(rows, shoes)
