@@ -54,6 +54,12 @@
     var limit = c.labels ? c.limit : c.limit;
     var labels = c.day || c.labels || [];
     var values = c.y || c.values || [];
+    // a tick at the first point of each gaming day (at most 8 of them), so a
+    // path of one night does not repeat its date under every point
+    var firsts = [];
+    labels.forEach(function (d, i) { if (!i || labels[i - 1] !== d) firsts.push(i); });
+    var step = Math.ceil(firsts.length / 8), shown = {};
+    firsts.forEach(function (i, k) { if (k % step === 0) shown[i] = true; });
     return new Chart(canvas, {
       type: "line",
       data: { labels: labels, datasets: [
@@ -62,7 +68,8 @@
           borderColor: red, borderDash: [5, 4], pointRadius: 0, borderWidth: 1.5, fill: false }
       ] },
       options: { animation: false, responsive: true, maintainAspectRatio: false,
-        scales: { x: { ticks: { maxTicksLimit: 6, color: night ? "#cfd6d2" : undefined } }, y: { min: 0 } },
+        scales: { x: { ticks: { autoSkip: false, maxRotation: 0, callback: function (v, i) {
+                    return shown[i] ? labels[i] : null; } } }, y: { min: 0 } },
         plugins: { legend: { display: canvas.dataset.legend === "1", labels: { boxWidth: 12 } } } }
     });
   }

@@ -139,3 +139,25 @@ def test_the_gaming_day_close_surveys_the_day_once(floor_night, beat_rows):
     again = gaming_day_close(now=moment + timedelta(hours=1), ledger=False)
     assert again[6]["surveillance"] is None
     assert SurveillanceRun.objects.count() == 1
+
+
+def test_the_nightly_cusum_reads_the_trailing_days(floor_night, croupier):
+    """The nightly run tests its own gaming day, but a table's CUSUM runs
+    over the trailing window (a drift shows over several nights)."""
+    from datetime import timedelta
+
+    from .conftest import DAY2, play
+
+    honest = floor_night["honest"].table_ids
+    play(croupier, DAY2, tables=1, shoes=1, seed=41, prefix="Second")
+    run = runs.surveillance_nightly(cutoff=6, day=DAY2, table_ids=honest)
+    run = runs.surveillance_execute(run_id=run.pk)
+    assert run.status == "done", run.error
+    assert run.coups == 0  # the honest tables did not play on DAY2
+    s = run.summary
+    assert s["cusum_from"] == str(DAY2 - timedelta(days=runs.NIGHTLY_CUSUM_DAYS - 1))
+    paths = {t["table"]: t["cusum"] for t in s["tables"]}
+    assert set(paths) == set(honest)  # yesterday's coups of those tables
+    assert all(set(p["day"]) == {str(DAY1)} for p in paths.values())
+    manual = _run(None)
+    assert manual.summary["cusum_from"] == str(DAY1)
