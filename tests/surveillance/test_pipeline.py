@@ -161,3 +161,18 @@ def test_the_nightly_cusum_reads_the_trailing_days(floor_night, croupier):
     assert all(set(p["day"]) == {str(DAY1)} for p in paths.values())
     manual = _run(None)
     assert manual.summary["cusum_from"] == str(DAY1)
+
+
+@pytest.mark.parametrize("value", ["0", "0.5", "0.7", "-0.1", "five percent"])
+def test_the_house_rate_is_checked_at_start(value):
+    from tests.test_settings import start
+
+    result = start(SURVEILLANCE_FDR=value)
+    assert result.returncode != 0
+    assert "SURVEILLANCE_FDR" in result.stderr
+
+
+def test_the_house_rate_is_a_setting(settings, manager):
+    settings.SURVEILLANCE_FDR = 0.01
+    run = runs.surveillance_request(user=manager, from_day=DAY1, to_day=DAY1)
+    assert str(run.fdr) == "0.0100"
