@@ -152,3 +152,28 @@ def test_decided_like_a_flag_with_reasons_and_four_eyes(
     listed = as_user(pitboss).get("/api/v1/flags/?kind=surveillance").data["results"]
     assert {f["id"] for f in listed} >= {flag.pk}
     assert all(f["kind"] == "surveillance" for f in listed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queue_down_503_then_sent_by_the_sweep(manager, as_user, _migration_rows):
+    from datetime import timedelta
+    from unittest import mock
+
+    from django.utils import timezone
+
+    from audit.surveillance import runs
+
+    with mock.patch("audit.surveillance.runs.publish",
+                    side_effect=OSError("redis down")):
+        r = as_user(manager).post(URL, {"from_day": str(DAY1),
+                                        "to_day": str(DAY1)}, format="json")
+    assert r.status_code == 503 and r["Retry-After"] == "120", r.content
+    run = SurveillanceRun.objects.get()
+    assert run.status == "queued" and run.dispatched_at is None
+    assert "kept" in r.data["detail"]
+    # the sweep (reports.dispatch_pending) sends it once the queue is back
+    SurveillanceRun.objects.filter(pk=run.pk).update(
+        requested_at=timezone.now() - timedelta(minutes=5))
+    assert runs.dispatch_pending() == 1
+    run.refresh_from_db()
+    assert run.dispatched_at is not None and run.status == "done"
