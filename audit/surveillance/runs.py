@@ -209,8 +209,6 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     t2 = time.perf_counter()
     overview = summary.build(rows, shoes, report, cusum_rows=window)
     overview["cusum_from"] = first.isoformat()
-    overview["alert_idents"] = [alerts.alert_ident(a, run.from_day, run.to_day)
-                                for a in found]
     with transaction.atomic():
         current = (SurveillanceRun.objects.select_for_update().get(pk=run.pk))
         if current.status != Status.RUNNING or current.attempts != run.attempts:
@@ -224,7 +222,9 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
         current.coups, current.shoes = len(rows), len(shoes)
         current.tests = report.tests + len(overview["tables"])
         current.alerts, current.alerts_new = len(found), raised
-        current.summary = alerts.plain(overview)
+        # every alert's ident (the run's alerts, however many: never thinned)
+        current.summary = {**alerts.plain(overview), "alert_idents": [
+            alerts.alert_ident(a, run.from_day, run.to_day) for a in found]}
         current.timings = {k: round(v, 3) for k, v in timings.items()}
         current.save()
         log_action(action="audit.surveillance.done", user=None, device="celery",

@@ -176,3 +176,36 @@ def test_the_house_rate_is_a_setting(settings, manager):
     settings.SURVEILLANCE_FDR = 0.01
     run = runs.surveillance_request(user=manager, from_day=DAY1, to_day=DAY1)
     assert str(run.fdr) == "0.0100"
+
+
+def test_idents_and_evidence_as_json():
+    import math
+    from datetime import date
+
+    import numpy as np
+
+    from audit.surveillance.alerts import MAX_POINTS, alert_ident, plain
+    from audit.surveillance.data import Alert
+
+    a, b = date(2025, 3, 1), date(2025, 3, 31)
+    day = date(2025, 3, 12).toordinal()
+
+    def alert(kind, subject, test="t"):
+        return Alert(kind, subject, test, 1.0, 0.01, day, {})
+
+    # a subject over a period: once per period
+    assert alert_ident(alert("croupier", "croupier:7"), a, b) == \
+        "v:t:croupier:7:2025-03-01:2025-03-31"
+    assert alert_ident(alert("banker", "card:A1"), a, a) != \
+        alert_ident(alert("banker", "card:A1"), a, b)
+    # a CUSUM crossing: its day, whatever the window
+    assert alert_ident(alert("table_cusum", "table:3"), a, b) == \
+        alert_ident(alert("table_cusum", "table:3"), b, b) == "v:t:table:3:2025-03-12"
+    # a shoe, a table's day: the subject says it all
+    assert alert_ident(alert("shoe", "shoe:9"), a, b) == "v:t:shoe:9"
+    long = plain({"x": np.arange(5000), "y": [math.nan, math.inf, 1.5],
+                  "z": np.float64(2.5), "n": np.int64(3), "d": date(2025, 3, 1)})
+    assert len(long["x"]) == MAX_POINTS and long["x"][0] == 0
+    assert long["x"][-1] == 4999
+    assert long["y"] == [None, None, 1.5] and long["z"] == 2.5 and long["n"] == 3
+    assert long["d"] == "2025-03-01"
