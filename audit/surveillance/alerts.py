@@ -10,7 +10,10 @@ follows what the alert is about:
 - a table's CUSUM crossing, dated its crossing day (which does not move as
   the trailing window slides on): ``v:<test>:<subject>:<day>``;
 - a table's gaming day (the subject names the day), a shoe (one of a kind):
-  ``v:<test>:<subject>``.
+  ``v:<test>:<subject>``;
+- a shoe whose count does not add up: the ident of the close's own
+  shoe_count flag (``h:<shoe>:shoe_count``), so the fact the close already
+  put in the queue is not raised twice.
 
 Each new flag gets its "raised" step, its evidence (SurveillanceEvidence:
 append-only and bound to the trail by the log row that raises it) and a
@@ -58,6 +61,11 @@ WORDS = {
 
 
 def alert_ident(alert: Alert, from_day: date, to_day: date) -> str:
+    if alert.kind == "shoe_count" and alert.test == "count":
+        # The same fact as the close's shoe_count finding, whose flag
+        # (audit/services/flag_raise.py) is raised with the close: one item
+        # in the queue, whichever saw it first.
+        return f"h:{alert.subject.removeprefix('shoe:')}:shoe_count"
     if alert.kind in ("croupier", "banker"):
         return (f"v:{alert.test}:{alert.subject}:{from_day.isoformat()}:"
                 f"{to_day.isoformat()}")[:120]

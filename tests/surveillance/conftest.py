@@ -12,6 +12,7 @@ from tests.reports.conftest import (  # noqa: F401 (fixtures)
     _migration_rows,
     _reports_env,
     beat_rows,
+    close_sessions,
     play,
     start_worker,
     wait_for,

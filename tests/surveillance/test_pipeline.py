@@ -209,3 +209,32 @@ def test_idents_and_evidence_as_json():
     assert long["x"][-1] == 4999
     assert long["y"] == [None, None, 1.5] and long["z"] == 2.5 and long["n"] == 3
     assert long["d"] == "2025-03-01"
+
+
+def test_planted_patterns_reach_the_queue_once(croupier, croupier2, manager):
+    """simulate --inject: a croupier at 3x the floor's false draws and a shoe
+    short of four 9s. The croupier is a surveillance alert; the short shoe
+    is the close's own shoe_count flag, not raised a second time."""
+    from tables.models import ShoeFinding
+    from tables.sim_patterns import injection_parse
+    from tables.simulation import simulate
+
+    from .conftest import DAY1, close_sessions
+
+    inject = injection_parse(["croupier-false-draw=4", "short-shoe=9x4"])
+    report = simulate(user=croupier, croupiers=[croupier, croupier2], tables=3,
+                      shoes=3, seed=7, inject=inject, start=DAY1, days=1,
+                      table_prefix="Planted")
+    close_sessions(croupier, report.table_ids, DAY1)
+    short = ShoeFinding.objects.get(code="shoe_count")
+    assert Flag.objects.filter(ident=f"h:{short.shoe_id}:shoe_count").count() == 1
+    run = _run(manager)
+    assert run.status == "done", run.error
+    idents = run.summary["alert_idents"]
+    assert f"h:{short.shoe_id}:shoe_count" in idents
+    assert Flag.objects.filter(shoe_id=short.shoe_id,
+                               code__in=("shoe_count", "count")).count() == 1
+    cheat = report.injected["croupier"]["user"]
+    assert cheat == croupier.username
+    flags = Flag.objects.filter(kind="surveillance", code="false_draw_rate")
+    assert list(flags.values_list("croupier__username", flat=True)) == [cheat]
