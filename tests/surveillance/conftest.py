@@ -9,7 +9,6 @@ import pytest
 from tests.reports.conftest import (  # noqa: F401 (fixtures)
     DAY1,
     DAY2,
-    _migration_rows,
     _reports_env,
     beat_rows,
     close_sessions,

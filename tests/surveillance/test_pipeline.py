@@ -115,7 +115,8 @@ def test_requests_are_checked(manager, auditor):
     assert SurveillanceRun.objects.count() == 2
 
 
-def test_the_gaming_day_close_surveys_the_day_once(floor_night, beat_rows):
+def test_the_gaming_day_close_surveys_the_day_once(
+        floor_night, beat_rows, django_capture_on_commit_callbacks):
     from datetime import datetime, timedelta
     from zoneinfo import ZoneInfo
 
@@ -125,7 +126,8 @@ def test_the_gaming_day_close_surveys_the_day_once(floor_night, beat_rows):
     after = DAY1 + timedelta(days=1)
     moment = datetime(after.year, after.month, after.day, 6, 15,
                       tzinfo=ZoneInfo("Europe/Paris"))
-    out = gaming_day_close(now=moment, ledger=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        out = gaming_day_close(now=moment, ledger=False)
     run = SurveillanceRun.objects.get()
     assert out[6]["surveillance"] == run.pk and out[6]["day"] == str(DAY1)
     assert run.source == "nightly" and run.from_day == run.to_day == DAY1
