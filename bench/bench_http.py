@@ -32,7 +32,12 @@ import _benchdb  # noqa: E402
 import _loadgen  # noqa: E402
 import _server  # noqa: E402
 
-TARGET_RATIO, TARGET_P99_FACTOR = 0.5, 1.5
+# The guard (issue 15): in the same run the coup endpoint keeps at least this
+# share of the bare single-INSERT endpoint's throughput, at every client
+# count; below it the script exits 1. (The earlier aim of 0.5 and a p99 within
+# 1.5x is withdrawn: the design's floor, a locked read then one batch of
+# writes, is 0.50-0.56 for the coup alone; the p99 factor is still printed.)
+GUARD_RATIO = 0.25
 
 
 def setup(clients: list[int]) -> tuple[str, dict[int, list[dict]]]:
@@ -186,16 +191,13 @@ def report(args, cmd, clients, rows, before) -> None:
         x = ratios[n]
         print(
             f"    coup/bare: throughput {x['throughput']:.2f} "
-            f"({x['throughput_without_aux']:.2f} no-aux; target >= {TARGET_RATIO})"
+            f"({x['throughput_without_aux']:.2f} no-aux; guard >= {GUARD_RATIO})"
             f", cap {x['cpu_capacity']:.2f}, p99 {x['p99']:.2f}x"
-            + (f" (target <= {TARGET_P99_FACTOR}x)" if n == 8 else "")
         )
     for r in rows:
         for what, count in r["errors"].items():
             print(f"errors ({r['endpoint']} x{r['clients']}): {count} x {what}")
-    meets = all(x["throughput"] >= TARGET_RATIO for x in ratios.values())
-    if 8 in ratios:
-        meets = meets and ratios[8]["p99"] <= TARGET_P99_FACTOR
+    meets = all(x["throughput"] >= GUARD_RATIO for x in ratios.values())
     print(
         "srv/pg CPU: gunicorn workers' and PostgreSQL backends' CPU per request,"
         " for coups incl. the\nturn/shoe calls (aux: the clients' share of time "
@@ -207,7 +209,8 @@ def report(args, cmd, clients, rows, before) -> None:
         f"{bare_201} bare 201s, {bare_rows} rows -> "
         f"{'OK' if correct else 'MISMATCH'}"
     )
-    print(f"targets: {'met' if meets else 'MISSED'}")
+    print(f"guard (coup/bare throughput >= {GUARD_RATIO}): "
+          f"{'held' if meets else 'BROKEN'}")
     result = {
         "benchmark": "http",
         "server": cmd[1:],
@@ -218,11 +221,8 @@ def report(args, cmd, clients, rows, before) -> None:
         "warmup_s": args.warmup,
         "results": rows,
         "ratios": ratios,
-        "targets": {
-            "throughput_ratio_min": TARGET_RATIO,
-            "p99_factor_max_at_8": TARGET_P99_FACTOR,
-        },
-        "meets_targets": meets,
+        "guard": {"throughput_ratio_min": GUARD_RATIO},
+        "guard_held": meets,
         "correct": correct,
         "correctness": {
             "coup_201": coups_201,
@@ -237,7 +237,7 @@ def report(args, cmd, clients, rows, before) -> None:
     out = _benchdb.OUT_DIR / "http.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written: {out.relative_to(_benchdb.ROOT)}")
-    if not correct:
+    if not correct or not meets:
         sys.exit(1)
 
 
