@@ -24,7 +24,7 @@ from casino.roles import Can
 from . import reaudit as reaudit_services
 from . import services
 from .models import ReauditFinding, ReauditRun, ReportJob, Status
-from .odds import compute_odds
+from .odds import as_decimal, compute_odds
 from .selectors import commission_report
 from .serializers import (
     CommissionQuerySerializer,
@@ -190,7 +190,7 @@ class OddsView(APIView):
         # exact counts as strings: they exceed a JSON double's integer range
         out["counts"] = {k: str(n) for k, n in out["counts"].items()}
         out["commission_rate"] = str(v["rate"])
-        out["expected_commission_per_unit"] = float(
+        out["expected_commission_per_unit"] = as_decimal(
             odds.expected_commission_per_unit(v["rate"]))
         return Response(out)
 

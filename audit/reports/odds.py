@@ -4,6 +4,7 @@ read them from there."""
 
 from tables.chemmy.odds import (
     Odds,
+    as_decimal,
     chemmy_odds,
     compute_odds,
     house_odds,
@@ -13,6 +14,7 @@ from tables.chemmy.odds import (
 
 __all__ = [
     "Odds",
+    "as_decimal",
     "chemmy_odds",
     "compute_odds",
     "house_odds",

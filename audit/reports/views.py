@@ -31,7 +31,7 @@ from . import services
 from .api import job_file_response, not_dispatched
 from .expectation import rules_play
 from .models import ReauditRun, ReportJob, Status
-from .odds import house_odds
+from .odds import as_decimal, house_odds
 from .selectors import GROUPS, commission_report
 
 ACTIVE = (Status.QUEUED, Status.RUNNING)
@@ -79,9 +79,11 @@ def table_odds() -> list[dict]:
             groups[key] = {
                 "tables": [], "decks": play[0], "tableau": play[1], "rate": key[-1],
                 "punter_five": play[2], "banker_cells": list(play[3]),
-                "banker": float(odds.p_banker), "punter": float(odds.p_punter),
-                "tie": float(odds.p_tie),
-                "per_100": float(odds.expected_commission_per_unit(key[-1]) * 100),
+                "banker": as_decimal(odds.p_banker, 6),
+                "punter": as_decimal(odds.p_punter, 6),
+                "tie": as_decimal(odds.p_tie, 6),
+                "per_100": as_decimal(odds.expected_commission_per_unit(key[-1]) * 100,
+                                      4),
             }
         groups[key]["tables"].append(t.name)
     return list(groups.values())

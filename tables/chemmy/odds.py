@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
 
@@ -44,6 +44,7 @@ from .tableau import COLUMNS, PUNTO_BANCO_TABLEAU, STANDARD_TABLEAU, Action, Tab
 
 __all__ = [
     "Odds",
+    "as_decimal",
     "chemmy_odds",
     "compute_odds",
     "house_odds",
@@ -185,6 +186,15 @@ def house_odds(
         punter_draws_on_5=rules.punter_five.value != "stand",
         banker_optional=cells,
     )
+
+
+def as_decimal(value: Fraction, places: int = 12) -> Decimal:
+    """An exact probability or rate as a Decimal of ``places`` decimals (for
+    JSON and pages: a decimal string, never a binary float)."""
+    q = Decimal(1).scaleb(-places)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(q)
 
 
 def levy(covered: Decimal, *, rate: Decimal, unit: Decimal,

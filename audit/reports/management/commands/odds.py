@@ -17,7 +17,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import BaseCommand, CommandError
 
-from audit.reports.odds import house_odds, levy
+from audit.reports.odds import as_decimal, house_odds, levy
 from tables.chemmy import PUNTO_BANCO_TABLEAU, STANDARD_TABLEAU, Tableau
 from tables.models import HouseRules, Table, TableauVersion
 
@@ -97,7 +97,7 @@ class Command(BaseCommand):
             out["commission_rate"] = str(r["rate"])
             out["commission_unit"] = str(r["unit"])
             out["commission_rounding"] = r["rounding"]
-            out["expected_commission_per_unit"] = float(per_unit)
+            out["expected_commission_per_unit"] = str(as_decimal(per_unit))
             out["levies"] = [
                 {"covered": str(c), "levy": str(t), "unrounded": str(r["rate"] * c),
                  "expected_per_coup": str(_dec(e))}
@@ -122,7 +122,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{'total':>7} {odds.total:>26,}")
         self.stdout.write(
             f"expected commission per unit covered at {r['rate']}: "
-            f"{float(per_unit):.6f} (before rounding)"
+            f"{as_decimal(per_unit, 6)} (before rounding)"
         )
         for c, taken, expected in levies:
             self.stdout.write(
