@@ -45,12 +45,15 @@ def parse_day(value, field: str) -> date:
         raise Invalid(field, "must be a gaming day as YYYY-MM-DD") from None
 
 
-def check_period(from_day, to_day) -> tuple[date, date]:
+def check_period(from_day, to_day, *, max_days: int = MAX_DAYS,
+                 what: str = "a report") -> tuple[date, date]:
+    """A period of gaming days, from_day to to_day included, at most max_days
+    long; a bad one names its field (the surveillance's runs use it too)."""
     start, end = parse_day(from_day, "from_day"), parse_day(to_day, "to_day")
     if end < start:
         raise Invalid("to_day", "must be on or after from_day")
-    if (end - start).days >= MAX_DAYS:
-        raise Invalid("to_day", f"a report covers at most {MAX_DAYS} gaming days")
+    if (end - start).days >= max_days:
+        raise Invalid("to_day", f"{what} covers at most {max_days} gaming days")
     return start, end
 
 

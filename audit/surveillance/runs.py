@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit.reports.services import check_period as report_period
 from casino.celery import publish
 from casino.changelog import log_action
 from casino.roles import has_capability
@@ -46,24 +47,9 @@ def house_fdr() -> Decimal:
     return Decimal(str(settings.SURVEILLANCE_FDR)).quantize(Decimal("0.0001"))
 
 
-def parse_day(value, field: str) -> date:
-    if isinstance(value, datetime):
-        raise Invalid(field, "must be a gaming day (YYYY-MM-DD), not a time")
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        raise Invalid(field, "must be a gaming day as YYYY-MM-DD") from None
-
-
 def check_period(from_day, to_day) -> tuple[date, date]:
-    start, end = parse_day(from_day, "from_day"), parse_day(to_day, "to_day")
-    if end < start:
-        raise Invalid("to_day", "must be on or after from_day")
-    if (end - start).days >= MAX_DAYS:
-        raise Invalid("to_day", f"a run covers at most {MAX_DAYS} gaming days")
-    return start, end
+    """A run's period: the reports' check, at most MAX_DAYS gaming days."""
+    return report_period(from_day, to_day, max_days=MAX_DAYS, what="a run")
 
 
 def check_fdr(value, user) -> Decimal:
