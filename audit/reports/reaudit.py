@@ -2,14 +2,19 @@
 
 After a tableau change or an import, every current coup revision in the range
 is evaluated again by the engine against the new version (each table's
-current tableau, or one named version). What the new version finds is
-recorded as ReauditFinding rows (new / kept / cleared against the findings the
-coup was recorded with); the coups and their original findings stay as they
-are, so the history the rollups summarise is untouched.
+current tableau, or one named version). What changes is recorded as
+ReauditFinding rows: a finding the new version raises that the coup was not
+recorded with (new), and one it was recorded with that the new version does
+not raise (cleared); the findings kept are counted on the run, not written.
+The coups and their original findings stay as they are, so the history the
+rollups summarise is untouched.
 
 The range is planned from the rollups into chunks of about `chunk_size` coups
-(a big table-day is split by coup id modulo), which run as a Celery chord on
-however many workers exist; each chunk is one transaction and is done once.
+(a big table-day is split by coup id modulo), at least MIN_CHUNKS of them when
+the range is big enough, so that several workers share it evenly; they run as
+a Celery chord on however many workers exist; each chunk is one transaction
+and is done once. How a chunk reads and judges its coups (in one pass, the
+engine memoized): reaudit_check.py.
 """
 
 from __future__ import annotations
@@ -19,27 +24,32 @@ import math
 
 from django.db import transaction
 from django.db.models import F, Sum
-from django.db.models.functions import Mod
 from django.utils import timezone
 
 from casino.celery import publish
 from casino.changelog import log_action
-from tables import chemmy
 from tables.errors import Invalid
 from tables.models import DailyRollup, Finding, Table, TableauVersion
-from tables.rollups import current_coups
 from tables.services.coups import tableau_for
 
 from .models import ReauditChunk, ReauditFinding, ReauditRun, Status
+from .reaudit_check import ENGINE_CODES, check_cells
 from .services import _check_tables as check_tables
 from .services import check_period
 
 log = logging.getLogger(__name__)
-# The findings that depend on the tableau (shoe and bank findings do not).
-ENGINE_CODES = ("false_draw", "draw_after_natural")
+# A range big enough is cut into at least this many chunks, so that a few
+# workers share it evenly (the last chunk is no longer than the others)...
+MIN_CHUNKS = 16
+# ...but no chunk is cut smaller than this for it (each costs a transaction,
+# a task and a trail row).
+MIN_CHUNK_COUPS = 1000
+DEFAULT_CHUNK_SIZE = 10_000
 
 
 def plan_chunks(from_day, to_day, chunk_size: int, table_ids=()) -> list[list]:
+    """[[cells, coups], ...]: chunks of at most `chunk_size` coups, in gaming
+    day and table order; cells [table_id, "YYYY-MM-DD", part, parts]."""
     rollups = DailyRollup.objects.filter(gaming_day__gte=from_day,
                                          gaming_day__lte=to_day)
     if table_ids:
@@ -51,6 +61,9 @@ def plan_chunks(from_day, to_day, chunk_size: int, table_ids=()) -> list[list]:
         .filter(n__gt=0)
         .order_by("gaming_day", "table_id")
     )
+    cells = list(cells)
+    total = sum(c["n"] for c in cells)
+    chunk_size = min(chunk_size, max(MIN_CHUNK_COUPS, math.ceil(total / MIN_CHUNKS)))
     chunks: list[list] = []
     current: list = []
     size = 0
@@ -69,7 +82,7 @@ def plan_chunks(from_day, to_day, chunk_size: int, table_ids=()) -> list[list]:
 
 
 def reaudit_request(*, user, from_day, to_day, tableau_version: str = "",
-                    chunk_size: int = 2000, device: str = "",
+                    chunk_size: int = DEFAULT_CHUNK_SIZE, device: str = "",
                     table_ids=()) -> ReauditRun:
     """A run over a period (and some tables, or every one) against one
     version, or each table's current one. Its findings say what would appear
@@ -140,14 +153,10 @@ def reaudit_launch(*, run_id: int) -> int:
     return run.chunks_total
 
 
-def _engine_findings(coup: dict, tableau) -> list[chemmy.Finding]:
-    verdict = chemmy.evaluate(coup["punter_cards"], coup["banker_cards"],
-                              tableau=tableau)
-    return [f for f in verdict.findings if f.code in ENGINE_CODES]
-
-
 def reaudit_chunk(*, run_id: int, index: int) -> dict:
-    """Check one chunk's coups; one transaction, done once."""
+    """Check one chunk's coups; one transaction, done once. Only what changed
+    is written (findings that appear, findings that disappear); the findings
+    kept are counted on the run."""
     with transaction.atomic():
         # The chunk's row only (of=self): locking the joined run row too would
         # make every other chunk of the run wait for this one to commit.
@@ -157,40 +166,25 @@ def reaudit_chunk(*, run_id: int, index: int) -> dict:
         if chunk.done_at is not None:
             return {"chunk": index, "skipped": True}
         versions = _versions(run, {c[0] for c in chunk.cells})
-        rows: list[ReauditFinding] = []
-        checked = 0
-        for table_id, day, part, parts in chunk.cells:
-            coups = current_coups().filter(shoe__session__table_id=table_id,
-                                           gaming_day=day)
-            if parts > 1:
-                coups = coups.annotate(m=Mod("id", parts)).filter(m=part)
-            coups = list(coups.values("id", "punter_cards", "banker_cards"))
-            recorded: dict[int, list] = {}
-            for f in Finding.objects.filter(coup_id__in=[c["id"] for c in coups],
-                                            code__in=ENGINE_CODES):
-                recorded.setdefault(f.coup_id, []).append(f)
-            tableau = tableau_for(versions[table_id])
-            for coup in coups:
-                rows += _compare(run, table_id, day, coup, tableau,
-                                 recorded.get(coup["id"], []))
-            checked += len(coups)
-        ReauditFinding.objects.bulk_create(rows)
-        counts = {c: sum(1 for r in rows if r.change == c) for c in ("new", "kept",
-                                                                    "cleared")}
-        chunk.done_at, chunk.coups_checked = timezone.now(), checked
+        tableaux = {t: tableau_for(v) for t, v in versions.items()}
+        changes = check_cells(chunk.cells, tableaux)
+        _compare(run, changes, tableaux)
+        counts = {"new": changes.new, "kept": changes.kept,
+                  "cleared": changes.cleared}
+        chunk.done_at, chunk.coups_checked = timezone.now(), changes.checked
         chunk.save(update_fields=["done_at", "coups_checked"])
         ReauditRun.objects.filter(pk=run.pk).update(
             chunks_done=F("chunks_done") + 1,
-            coups_checked=F("coups_checked") + checked,
-            findings=F("findings") + counts["new"] + counts["kept"],
-            findings_new=F("findings_new") + counts["new"],
-            findings_cleared=F("findings_cleared") + counts["cleared"],
+            coups_checked=F("coups_checked") + changes.checked,
+            findings=F("findings") + changes.new + changes.kept,
+            findings_new=F("findings_new") + changes.new,
+            findings_cleared=F("findings_cleared") + changes.cleared,
         )
         ReauditRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
             status=Status.RUNNING, started_at=timezone.now())
         log_action(action="reports.reaudit.chunk_done", device="celery", obj=run,
-                   new={"chunk": index, "coups": checked, **counts})
-    return {"chunk": index, "coups": checked, **counts}
+                   new={"chunk": index, "coups": changes.checked, **counts})
+    return {"chunk": index, "coups": changes.checked, **counts}
 
 
 def _versions(run: ReauditRun, table_ids) -> dict[int, str]:
@@ -200,28 +194,34 @@ def _versions(run: ReauditRun, table_ids) -> dict[int, str]:
                 .values_list("pk", "rules__tableau__version"))
 
 
-def _compare(run, table_id, day, coup, tableau, recorded) -> list[ReauditFinding]:
-    out = []
-    before = {(f.code, f.side) for f in recorded}
-    now = set()
-    for f in _engine_findings(coup, tableau):
-        key = (f.code, f.side or "")
-        now.add(key)
-        out.append(ReauditFinding(
-            run=run, coup_id=coup["id"], table_id=table_id, gaming_day=day,
+def _compare(run, changes, tableaux) -> None:
+    """Write a chunk's changes: a row per finding that appears or disappears
+    (once per run, coup, code and side: reaudit_finding_once)."""
+    rows = [
+        ReauditFinding(
+            run=run, coup_id=coup_id, table_id=table_id, gaming_day=day,
             code=f.code, severity=f.severity, side=f.side or "",
-            detail=dict(f.detail), message=f.message, tableau_version=tableau.version,
-            change="kept" if key in before else "new",
-        ))
-    for f in recorded:
-        if (f.code, f.side) not in now:
-            out.append(ReauditFinding(
-                run=run, coup_id=coup["id"], table_id=table_id, gaming_day=day,
-                code=f.code, severity=f.severity, side=f.side, detail=f.detail,
-                message=f"cleared under {tableau.version}: {f.message}"[:300],
-                tableau_version=tableau.version, change="cleared",
+            detail=dict(f.detail), message=f.message,
+            tableau_version=tableaux[table_id].version, change="new",
+        )
+        for coup_id, table_id, day, f in changes.appear
+    ]
+    if changes.disappear:
+        gone = {(c, code, side) for c, _, _, (code, side) in changes.disappear}
+        recorded = {}
+        for f in Finding.objects.filter(coup_id__in={c for c, *_ in gone},
+                                        code__in=ENGINE_CODES):
+            recorded.setdefault((f.coup_id, f.code, f.side), f)
+        for coup_id, table_id, day, (code, side) in changes.disappear:
+            f = recorded[(coup_id, code, side)]
+            version = tableaux[table_id].version
+            rows.append(ReauditFinding(
+                run=run, coup_id=coup_id, table_id=table_id, gaming_day=day,
+                code=code, severity=f.severity, side=side, detail=f.detail,
+                message=f"cleared under {version}: {f.message}"[:300],
+                tableau_version=version, change="cleared",
             ))
-    return out
+    ReauditFinding.objects.bulk_create(rows, batch_size=2000)
 
 
 def reaudit_finish(*, run_id: int) -> ReauditRun:

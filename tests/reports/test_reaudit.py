@@ -113,14 +113,15 @@ def test_an_empty_range_finishes_at_once(manager, django_capture_on_commit_callb
 def test_a_chunk_that_breaks_fails_the_run_with_the_reason(
     croupier, manager, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from audit.reports import reaudit
+    from audit.reports import reaudit_check
 
     play(croupier, DAY1, tables=1, shoes=1, seed=23)
 
-    def boom(coup, tableau):
+    def boom(punter, banker, tableau):
         raise RuntimeError("engine exploded")
 
-    monkeypatch.setattr(reaudit, "_engine_findings", boom)
+    reaudit_check.forget()  # nothing memoized: the engine is asked
+    monkeypatch.setattr(reaudit_check, "engine_findings", boom)
     with django_capture_on_commit_callbacks(execute=True):
         run = reaudit_request(user=manager, from_day=DAY1, to_day=DAY1)
     run.refresh_from_db()

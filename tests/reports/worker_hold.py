@@ -9,8 +9,9 @@ to a folder. In each pool process:
   attempt of job N, at its first progress step (its job row says `running`,
   20 rows, a part of the file written), creates `report-N` in the folder with
   its PID and waits there;
-- the first attempt of a re-audit chunk of run N, at its first coup (inside
-  the chunk's transaction), creates `reaudit-N` likewise and waits.
+- the first attempt of a re-audit chunk of run N, once its coups are judged
+  (inside the chunk's transaction, before it writes), creates `reaudit-N`
+  likewise and waits.
 
 The file exists once: the delivery that follows the kill runs through. The
 held process goes on when the test creates `<name>.release` (or after

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.reports.models import ReauditRun, Status
-from audit.reports.reaudit import reaudit_request
+from audit.reports.reaudit import DEFAULT_CHUNK_SIZE, reaudit_request
 from tables.errors import ServiceError
 
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
                             help="Last gaming day (YYYY-MM-DD).")
         parser.add_argument("--tableau", default="",
                             help="A tableau version (default: each table's current).")
-        parser.add_argument("--chunk-size", type=int, default=2000)
+        parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
         parser.add_argument("--user", default="",
                             help="Recorded as the requester (a username).")
         parser.add_argument("--no-wait", action="store_true")

@@ -1,0 +1,211 @@
+"""Re-audit's inner loop: one chunk's coups read in one pass and judged again.
+
+Read: for each gaming day of the chunk (and each split cell), one SQL query
+on the reports connection (casino.replica.reports_alias(): the replica when
+there is one), from a server-side cursor on PostgreSQL, giving only what the
+judgement needs: the coup's id, its table, its cards as JSON text and the
+engine findings it was recorded with (ENGINE_CODES, as "code:side" text), for
+the current revisions only (no later revision of the same shoe and seq).
+
+Judge: the findings that depend on the tableau come from tables.chemmy's
+`evaluate`, never re-written here, but each distinct situation is evaluated
+once per process and tableau (Judge). What evaluate's false_draw and
+draw_after_natural depend on (tables/chemmy/engine.py):
+
+- no natural: the punter's and the banker's two-card totals, whether the
+  punter drew and his third card's point value, whether the banker drew, and
+  the tableau: the cards' POINT VALUES (not ranks or suits) fix all of it;
+- a natural: a third card dealt anyway is a draw_after_natural finding whose
+  message names the card (rank and suit), so such a coup (a croupier's error,
+  rare) is evaluated on its own, never memoized.
+
+So the memo's key is the point values of each side's cards, in order, per
+tableau (its version and cells). A coup whose stored text is not in the
+canonical form (a card code of two characters) is evaluated on its own too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+
+from django.db import connections, transaction
+
+from casino.replica import reports_alias
+from tables import chemmy
+from tables.models import Coup, Finding, Shoe, TableSession
+
+# The findings that depend on the tableau (shoe and bank findings do not).
+ENGINE_CODES = ("false_draw", "draw_after_natural")
+FETCH = 5000
+
+# A card's rank character -> its point value as a digit (docs/rules.md,
+# "Cards and totals"): ace 1, two to nine face value, ten and pictures 0.
+_POINTS = str.maketrans("A23456789TJQK", "1234567890000")
+_UNCACHED = object()  # memo value: evaluate this situation every time
+
+
+def engine_findings(punter, banker, tableau: chemmy.Tableau) -> tuple:
+    """The engine's tableau-dependent findings for one coup's cards."""
+    verdict = chemmy.evaluate(punter, banker, tableau=tableau)
+    return tuple(f for f in verdict.findings if f.code in ENGINE_CODES)
+
+
+class Judge:
+    """engine_findings for a coup's cards as stored (JSON text), memoized on
+    the point values of the cards (see the module's docstring)."""
+
+    def __init__(self, tableau: chemmy.Tableau):
+        self.tableau = tableau
+        self.memo: dict[tuple[str, str], object] = {}
+        self.evaluated = 0
+
+    def __call__(self, punter: str, banker: str) -> tuple:
+        key = (punter[2::6].translate(_POINTS), banker[2::6].translate(_POINTS))
+        found = self.memo.get(key, None)
+        if found is None:
+            found = self._learn(key, punter, banker)
+        if found is _UNCACHED:
+            return self._evaluate(punter, banker)
+        return found  # type: ignore[return-value]
+
+    def _learn(self, key: tuple[str, str], punter: str, banker: str) -> object:
+        if not _canonical(punter, key[0]) or not _canonical(banker, key[1]):
+            return _UNCACHED  # not memoized: its key says nothing
+        p, b = key
+        p2, b2 = (int(p[0]) + int(p[1])) % 10, (int(b[0]) + int(b[1])) % 10
+        if (p2 >= 8 or b2 >= 8) and (len(p) == 3 or len(b) == 3):
+            found: object = _UNCACHED  # the finding names the card itself
+        else:
+            found = self._evaluate(punter, banker)
+        self.memo[key] = found
+        return found
+
+    def _evaluate(self, punter: str, banker: str) -> tuple:
+        self.evaluated += 1
+        return engine_findings(json.loads(punter), json.loads(banker), self.tableau)
+
+
+def _canonical(text: str, points: str) -> bool:
+    # '["9H", "KD"]' or '["9H", "KD", "5C"]', as jsonb prints a stored list
+    # (and json.dumps writes it): ranks at 2, 8, 14, each a known rank.
+    return (len(text) in (12, 18) and points.isdigit()
+            and len(points) == (len(text) - 6) // 6 + 1)
+
+
+_JUDGES: dict[tuple, Judge] = {}
+
+
+def judge_for(tableau: chemmy.Tableau) -> Judge:
+    """One Judge per process and tableau (version and cells: a version is
+    never changed once written, but a test may write one twice)."""
+    key = (tableau.version, tableau.cells)
+    judge = _JUDGES.get(key)
+    if judge is None:
+        judge = _JUDGES[key] = Judge(tableau)
+    return judge
+
+
+def forget() -> None:
+    """Drop the memos (tests)."""
+    _JUDGES.clear()
+
+
+# -- reading ----------------------------------------------------------------
+
+
+@dataclass
+class Changes:
+    """What a chunk found: the rows to write (new and cleared findings) and
+    the counts (kept ones are counted only)."""
+
+    checked: int = 0
+    new: int = 0
+    kept: int = 0
+    cleared: int = 0
+    # (coup id, table id, gaming day, finding) under the new version
+    appear: list = field(default_factory=list)
+    # (coup id, table id, gaming day, (code, side)) recorded, gone now
+    disappear: list = field(default_factory=list)
+
+
+def _sql(vendor: str, n_tables: int, split: bool) -> str:
+    c, s, t = Coup._meta.db_table, Shoe._meta.db_table, TableSession._meta.db_table
+    f = Finding._meta.db_table
+    pg = vendor == "postgresql"
+    cast = "::text" if pg else ""
+    agg = "string_agg" if pg else "group_concat"
+    codes = ", ".join(f"'{code}'" for code in ENGINE_CODES)
+    tables = ", ".join(["%s"] * n_tables)
+    part = " AND c.id %% %s = %s" if split else ""
+    return f"""SELECT c.id, t.table_id, c.punter_cards{cast}, c.banker_cards{cast},
+        (SELECT {agg}(r.code || ':' || r.side, ',') FROM "{f}" r
+         WHERE r.coup_id = c.id AND r.code IN ({codes}))
+        FROM "{c}" c JOIN "{s}" s ON s.id = c.shoe_id
+        JOIN "{t}" t ON t.id = s.session_id
+        WHERE c.gaming_day = %s AND t.table_id IN ({tables}){part}
+        AND NOT EXISTS (SELECT 1 FROM "{c}" n WHERE n.shoe_id = c.shoe_id
+                        AND n.seq = c.seq AND n.revision > c.revision)"""
+
+
+def _queries(cells) -> Iterator[tuple[date, str, list]]:
+    """(gaming day, SQL, params) covering a chunk's cells: one query per day
+    for its whole cells, one per split cell (a part of a big table-day)."""
+    whole: dict[str, list[int]] = {}
+    for table_id, day, part, parts in cells:
+        if parts == 1:
+            whole.setdefault(day, []).append(table_id)
+        else:
+            yield date.fromisoformat(day), "split", [day, table_id, parts, part]
+    for day, table_ids in whole.items():
+        yield date.fromisoformat(day), "whole", [day, *table_ids]
+
+
+def read_rows(cells) -> Iterator[tuple[date, list[tuple]]]:
+    """(gaming day, rows) of (coup id, table id, punter JSON, banker JSON,
+    recorded "code:side,..." or None), FETCH rows at a time."""
+    alias = reports_alias()
+    conn = connections[alias]
+    for day, kind, params in _queries(cells):
+        sql = _sql(conn.vendor, len(params) - (3 if kind == "split" else 1),
+                   kind == "split")
+        # A server-side cursor streams inside a transaction (the chunk's own
+        # on "default"; a read-only one on the replica).
+        with (transaction.atomic(using=alias, savepoint=False),
+              conn.chunked_cursor() as cur):
+            cur.execute(sql, params)
+            while rows := cur.fetchmany(FETCH):
+                yield day, rows
+
+
+def check_cells(cells, tableaux: dict[int, chemmy.Tableau]) -> Changes:
+    """Judge a chunk's coups against each table's tableau; count and collect
+    what changed against the findings each coup was recorded with."""
+    out = Changes()
+    judges = {table_id: judge_for(t) for table_id, t in tableaux.items()}
+    for day, rows in read_rows(cells):
+        out.checked += len(rows)
+        for coup_id, table_id, punter, banker, recorded in rows:
+            now = judges[table_id](punter, banker)
+            if recorded is None and not now:
+                continue  # nearly every coup: nothing before, nothing now
+            _compare(out, coup_id, table_id, day, now, recorded)
+    return out
+
+
+def _compare(out: Changes, coup_id, table_id, day, now, recorded) -> None:
+    before = set(recorded.split(",")) if recorded else set()
+    seen = set()
+    for f in now:
+        key = f"{f.code}:{f.side or ''}"
+        seen.add(key)
+        if key in before:
+            out.kept += 1
+        else:
+            out.new += 1
+            out.appear.append((coup_id, table_id, day, f))
+    for key in before - seen:
+        out.cleared += 1
+        out.disappear.append((coup_id, table_id, day, tuple(key.split(":", 1))))
