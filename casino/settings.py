@@ -180,11 +180,24 @@ if DATABASES["default"].get("ENGINE") not in _ENGINES:
 # request would cost more than the coup itself.
 # The tables' owner, for `migrate` and `db_roles` only (casino/dbowner.py);
 # web and workers run as the role of DATABASE_URL, which owns nothing.
-MIGRATE_DATABASE = (
-    _read("MIGRATE_DATABASE_URL", env.db_url_config, env.str("MIGRATE_DATABASE_URL"))
-    if env.str("MIGRATE_DATABASE_URL", default="")
-    else None
-)
+def _db_url(name: str) -> dict | None:
+    """An optional database URL; a bad one names the variable."""
+    raw = _read(name, env.str, default="")
+    if not raw:
+        return None
+    try:
+        config = env.db_url_config(raw)
+    except Exception as exc:
+        raise ImproperlyConfigured(f"Environment variable {name}: {exc}") from exc
+    if config.get("ENGINE") not in _ENGINES:
+        raise ImproperlyConfigured(
+            f"Environment variable {name}: use postgres://user:pass@host:port/db "
+            "(got an unsupported scheme)"
+        )
+    return config
+
+
+MIGRATE_DATABASE = _db_url("MIGRATE_DATABASE_URL")
 if MIGRATE_DATABASE and MIGRATE_DATABASE.get("ENGINE") != DATABASES["default"].get(
     "ENGINE"
 ):
@@ -195,6 +208,27 @@ if MIGRATE_DATABASE and MIGRATE_DATABASE.get("ENGINE") != DATABASES["default"].g
 DATABASES["default"]["CONN_MAX_AGE"] = _read("CONN_MAX_AGE", env.int, default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Reports, statistics and re-audits may read from a PostgreSQL streaming
+# replica of the same database (casino/replica.py): the "reports" connection,
+# used only inside replica.reading() blocks; writes and migrations stay on
+# "default". Under test it mirrors "default" (the same data, no test database
+# made on a read-only standby).
+REPORTS_DATABASE = _db_url("REPORTS_DATABASE_URL")
+if REPORTS_DATABASE:
+    if (REPORTS_DATABASE["ENGINE"] != "django.db.backends.postgresql"
+            or DATABASES["default"]["ENGINE"] != REPORTS_DATABASE["ENGINE"]):
+        raise ImproperlyConfigured(
+            "Environment variable REPORTS_DATABASE_URL: must name a PostgreSQL "
+            "streaming replica of DATABASE_URL's PostgreSQL database"
+        )
+    DATABASES["reports"] = {
+        **REPORTS_DATABASE,
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": True,
+        "ATOMIC_REQUESTS": False,
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["casino.replica.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Anchors of the chain's head, outside the database (casino/anchors.py): a

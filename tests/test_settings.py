@@ -16,7 +16,8 @@ def start(**env) -> subprocess.CompletedProcess:
     clean = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "TRAIL_KEY"}
+        if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "TRAIL_KEY",
+                     "REPORTS_DATABASE_URL", "MIGRATE_DATABASE_URL"}
     }
     clean.update(env)
     return subprocess.run(
@@ -52,6 +53,16 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"TRAIL_ANCHOR_MINUTES": "often"}, "TRAIL_ANCHOR_MINUTES"),
         ({"MIGRATE_DATABASE_URL": "postgres://owner@db/casino"},
          "MIGRATE_DATABASE_URL"),
+        ({"MIGRATE_DATABASE_URL": "mysql://owner@db/casino"},
+         "MIGRATE_DATABASE_URL"),
+        # a streaming replica of PostgreSQL: never of SQLite, never another kind
+        ({"REPORTS_DATABASE_URL": "postgres://reader@replica/casino"},
+         "REPORTS_DATABASE_URL"),
+        ({"DATABASE_URL": "postgres://app@db/casino",
+          "REPORTS_DATABASE_URL": "sqlite:///var/reports.sqlite3"},
+         "REPORTS_DATABASE_URL"),
+        ({"DATABASE_URL": "postgres://app@db/casino",
+          "REPORTS_DATABASE_URL": "replica.example:5432"}, "REPORTS_DATABASE_URL"),
     ],
 )
 def test_bad_value_fails_at_start_naming_the_variable(env, variable):
@@ -94,3 +105,36 @@ def test_embedded_default_runs_celery_eagerly(settings):
         assert not settings.CELERY_TASK_ALWAYS_EAGER
     else:
         assert settings.CELERY_TASK_ALWAYS_EAGER
+
+
+SHOW_DATABASES = (
+    "from django.conf import settings; import json; "
+    "print(json.dumps({a: [d['HOST'], d['PORT'], d['TEST'].get('MIRROR')] "
+    "for a, d in settings.DATABASES.items() if a != 'default'})); "
+    "print(settings.DATABASE_ROUTERS)"
+)
+
+
+def _databases(**env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in {"DATABASE_URL", "REPORTS_DATABASE_URL"}}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SHOW_DATABASES], cwd=ROOT,
+        env=clean, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_reports_database_adds_the_reports_alias_mirrored_under_test():
+    result = _databases(DATABASE_URL="postgres://app@db:5432/casino",
+                        REPORTS_DATABASE_URL="postgres://app@replica:5433/casino")
+    assert result.returncode == 0, result.stderr
+    aliases, routers = result.stdout.splitlines()[-2:]
+    assert aliases == '{"reports": ["replica", 5433, "default"]}'
+    assert routers == "['casino.replica.ReplicaRouter']"
+
+
+def test_without_reports_database_there_is_one_connection():
+    result = _databases()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2] == "{}"
