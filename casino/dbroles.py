@@ -37,7 +37,10 @@ UPDATE_TABLES = (
     "tables_tablesession",  # croupier, relief, close
     "tables_shoe",  # next coup number, cards dealt, close
     "tables_bankerturn",  # bank, coups, garage and commission totals, close
-    "tables_dailyrollup",  # the reports' counters
+    "tables_dailyrollup",  # the reports' counters, at every grain
+    "tables_tabledayrollup",
+    "tables_croupiermonthrollup",
+    "tables_seatmonthrollup",
     "audit_flag",  # status of a review item (its history is append-only)
     "reports_reportjob",  # progress of a report build
     "reports_reauditrun",  # progress of a re-audit

@@ -516,18 +516,12 @@ class Finding(AppendOnlyModel):
         ordering = ["coup", "id"]
 
 
-class DailyRollup(models.Model):
-    """Per table, gaming day, croupier and banker seat: the sums a commission
-    report needs, kept up to date in the same transaction as each coup (and
-    each correction), so a year's report reads thousands of rows, not millions.
-    Always equal to a recomputation from the current coup revisions (tested)."""
+class RollupSums(models.Model):
+    """What a rollup row sums over its coups (current revisions): counts,
+    turnover, commission, each coup's expected levy and its variance, and the
+    findings by code. Every grain below holds the same sums; each coup adds to
+    one row of each grain in the coup's own transaction (tables/rollups.py)."""
 
-    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
-    gaming_day = models.DateField()
-    croupier = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
-    banker_seat = models.PositiveSmallIntegerField()
     coups = models.IntegerField(default=0)
     banker_wins = models.IntegerField(default=0)
     punter_wins = models.IntegerField(default=0)
@@ -545,6 +539,22 @@ class DailyRollup(models.Model):
     findings = models.JSONField(default=dict)  # code -> count
 
     class Meta:
+        abstract = True
+
+
+class DailyRollup(RollupSums):
+    """Per table, gaming day, croupier and banker seat: the finest cell, the
+    one the ledger check re-computes coup by coup. Always equal to a
+    recomputation from the current coup revisions (tested)."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    gaming_day = models.DateField()
+    croupier = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    banker_seat = models.PositiveSmallIntegerField()
+
+    class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["table", "gaming_day", "croupier", "banker_seat"],
@@ -555,3 +565,64 @@ class DailyRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.table_id} {self.gaming_day} seat {self.banker_seat}"
+
+
+class TableDayRollup(RollupSums):
+    """Per table, gaming day and house-rules version: the report's table-day
+    cell (its band flag, the day chart, the table and day groupings) and the
+    coups played under each version, at a few rows per table-day whatever the
+    number of coups, croupiers and seats."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    gaming_day = models.DateField()
+    rules = models.ForeignKey(HouseRules, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["table", "gaming_day", "rules"],
+                                    name="rollup_tableday_unique")
+        ]
+        indexes = [models.Index(fields=["gaming_day", "table"])]
+
+    def __str__(self) -> str:
+        return f"{self.table_id} {self.gaming_day} rules {self.rules_id}"
+
+
+class CroupierMonthRollup(RollupSums):
+    """Per table, gaming month (its first day) and croupier: the croupier
+    grouping over whole months (a period's partial months read DailyRollup)."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    month = models.DateField()
+    croupier = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["table", "month", "croupier"],
+                                    name="rollup_croupiermonth_unique")
+        ]
+        indexes = [models.Index(fields=["month", "table"])]
+
+    def __str__(self) -> str:
+        return f"{self.table_id} {self.month:%Y-%m} croupier {self.croupier_id}"
+
+
+class SeatMonthRollup(RollupSums):
+    """Per table, gaming month (its first day) and banker seat: the banker
+    grouping over whole months (a period's partial months read DailyRollup)."""
+
+    table = models.ForeignKey(Table, on_delete=models.PROTECT, related_name="+")
+    month = models.DateField()
+    banker_seat = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["table", "month", "banker_seat"],
+                                    name="rollup_seatmonth_unique")
+        ]
+        indexes = [models.Index(fields=["month", "table"])]
+
+    def __str__(self) -> str:
+        return f"{self.table_id} {self.month:%Y-%m} seat {self.banker_seat}"

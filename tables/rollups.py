@@ -1,10 +1,13 @@
-"""Keeping DailyRollup in step with the coups.
+"""Keeping the rollups in step with the coups.
 
-`rollup_apply(coup, codes, sign=+1)` adds a coup revision to its cell;
-a correction applies the old revision with sign=-1 and the new with +1, in
-the same transaction; `rollup_apply_many` adds a whole shoe's new coups at
-once. `rollup_rebuild` recomputes cells from the current revisions (for the
-proof test and for repairs).
+Each coup revision adds to one row of every grain (GRAINS: the finest
+DailyRollup cell, and the coarser rows the reports read), in the coup's own
+transaction. `rollup_apply(coup, codes, sign=+1)` adds a coup revision; a
+correction applies the old revision with sign=-1 and the new with +1;
+`rollup_apply_many` adds a whole shoe's new coups at once; the PostgreSQL
+fast path writes the same rows as upserts (services/ledger_pg.py).
+`rollup_recompute` computes a grain from the current revisions and
+`rollups_hold` compares every grain with it (the proof tests).
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from functools import lru_cache
 from django.db.models import Exists, F, OuterRef
 
 from .chemmy.odds import house_odds, levy
-from .models import Coup, DailyRollup, Finding
+from .models import (
+    Coup,
+    CroupierMonthRollup,
+    DailyRollup,
+    Finding,
+    SeatMonthRollup,
+    TableDayRollup,
+)
 
 OUTCOME_FIELD = {"banker": "banker_wins", "punter": "punter_wins", "tie": "ties"}
 
@@ -86,7 +96,18 @@ class _Delta:
         self.levy_var += sign * var
         self.codes.extend((code, sign) for code in codes)
 
-    def apply(self, cell: DailyRollup) -> None:
+    def merge(self, other: _Delta) -> None:
+        self.coups += other.coups
+        for field, n in other.outcomes.items():
+            self.outcomes[field] += n
+        self.covered += other.covered
+        self.covered_sq += other.covered_sq
+        self.commission += other.commission
+        self.levy_mean += other.levy_mean
+        self.levy_var += other.levy_var
+        self.codes.extend(other.codes)
+
+    def apply(self, cell) -> None:
         cell.coups += self.coups
         for field, n in self.outcomes.items():
             setattr(cell, field, getattr(cell, field) + n)
@@ -103,21 +124,62 @@ class _Delta:
         cell.findings = findings
 
 
+class Grain:
+    """One rollup table and how a coup finds its row there: the key columns
+    (besides table_id) and their values for a coup."""
+
+    def __init__(self, model, fields: tuple[str, ...], values):
+        self.model = model
+        self.fields = fields  # key columns after table_id, as model attnames
+        self.values = values  # coup -> the values of those columns
+
+    def key(self, coup: Coup) -> tuple:
+        return self.values(coup)
+
+    def filters(self, table_id: int, key: tuple) -> dict:
+        return {"table_id": table_id, **dict(zip(self.fields, key, strict=True))}
+
+    @property
+    def unique(self) -> list[str]:
+        return ["table", *(f.removesuffix("_id") for f in self.fields)]
+
+
+def month_of(day) -> object:
+    """A gaming day's gaming month, as its first day."""
+    return day.replace(day=1)
+
+
+# Every grain a coup adds to, finest first. DailyRollup is the cell the ledger
+# check re-computes; the others are what the reports read (selectors.py):
+# a table-day per house-rules version, a croupier's and a banker seat's month.
+GRAINS = (
+    Grain(DailyRollup, ("gaming_day", "croupier_id", "banker_seat"),
+          lambda c: (c.gaming_day, c.entered_by_id, c.banker_seat)),
+    Grain(TableDayRollup, ("gaming_day", "rules_id"),
+          lambda c: (c.gaming_day, c.rules_id)),
+    Grain(CroupierMonthRollup, ("month", "croupier_id"),
+          lambda c: (month_of(c.gaming_day), c.entered_by_id)),
+    Grain(SeatMonthRollup, ("month", "banker_seat"),
+          lambda c: (month_of(c.gaming_day), c.banker_seat)),
+)
+GRAIN_BY_MODEL = {g.model: g for g in GRAINS}
+
+
 def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int = 1):
-    """Add (sign=+1) or remove (sign=-1) one coup revision from its cell.
-    The cell row is locked, so concurrent writers never lose a count."""
-    key = {
-        "table_id": table_id,
-        "gaming_day": coup.gaming_day,
-        "croupier_id": coup.entered_by_id,
-        "banker_seat": coup.banker_seat,
-    }
+    """Add (sign=+1) or remove (sign=-1) one coup revision from its row of
+    every grain. Each row is locked, so concurrent writers never lose a count."""
     delta = _Delta()
     delta.add(coup, codes, sign)
+    for grain in GRAINS:
+        _apply_one(grain, grain.filters(table_id, grain.key(coup)), delta,
+                   OUTCOME_FIELD[coup.outcome], sign)
+
+
+def _apply_one(grain: Grain, key: dict, delta: _Delta, field: str, sign: int) -> None:
+    model = grain.model
     if not delta.codes:
         # The common case, in one statement: no JSON to merge.
-        field = OUTCOME_FIELD[coup.outcome]
-        updated = DailyRollup.objects.filter(**key).update(
+        updated = model.objects.filter(**key).update(
             coups=F("coups") + sign,
             **{field: F(field) + sign},
             covered=F("covered") + delta.covered,
@@ -128,9 +190,9 @@ def rollup_apply(coup: Coup, codes: Iterable[str], *, table_id: int, sign: int =
         )
         if updated:
             return
-    cell = DailyRollup.objects.select_for_update().filter(**key).first()
+    cell = model.objects.select_for_update().filter(**key).first()
     if cell is None:
-        cell = DailyRollup(**key, findings={})
+        cell = model(**key, findings={})
     delta.apply(cell)
     cell.save()
 
@@ -142,63 +204,55 @@ ROLLUP_SUMS = [
 
 
 def rollup_apply_many(coups: Iterable[tuple[Coup, Iterable[str]]], *, table_id: int):
-    """Add many new coups (with their finding codes) to their cells: summed
-    per cell first, then one locking read and one write for the cells that
-    exist, one insert for those that do not, however many coups and cells
-    (a whole shoe recorded by shoe_play)."""
-    deltas: dict[tuple, _Delta] = {}
-    for coup, codes in coups:
-        key = (coup.gaming_day, coup.entered_by_id, coup.banker_seat)
-        delta = deltas.get(key)
-        if delta is None:
-            delta = deltas[key] = _Delta()
-        delta.add(coup, codes)
-    if not deltas:
+    """Add many new coups (with their finding codes) to their rows of every
+    grain: summed per row first, then per grain one locking read and one
+    write for the rows that exist, one insert for those that do not, however
+    many coups (a whole shoe recorded by shoe_play)."""
+    coups = list(coups)
+    if not coups:
         return
-    # A table-day holds a few cells: read (and lock) the few that might be
-    # ours with IN lists, cheaper to build than one condition per cell.
-    days, croupiers, seats = (set(k[i] for k in deltas) for i in range(3))
-    cells = {
-        (c.gaming_day, c.croupier_id, c.banker_seat): c
-        for c in DailyRollup.objects.select_for_update()
-        .filter(
-            table_id=table_id,
-            gaming_day__in=days,
-            croupier_id__in=croupiers,
-            banker_seat__in=seats,
-        )
-        .order_by()
+    deltas: list[_Delta] = []
+    for coup, codes in coups:
+        delta = _Delta()
+        delta.add(coup, codes)
+        deltas.append(delta)
+    for grain in GRAINS:
+        per_key: dict[tuple, _Delta] = {}
+        for (coup, _), delta in zip(coups, deltas, strict=True):
+            per_key.setdefault(grain.key(coup), _Delta()).merge(delta)
+        _apply_grain(grain, table_id, per_key)
+
+
+def _apply_grain(grain: Grain, table_id: int, per_key: dict[tuple, _Delta]) -> None:
+    model = grain.model
+    # A table-day holds a few rows per grain: read (and lock) the few that
+    # might be ours with IN lists, cheaper to build than one condition per row.
+    ins = {f"{f}__in": {k[i] for k in per_key} for i, f in enumerate(grain.fields)}
+    rows = {
+        tuple(getattr(r, f) for f in grain.fields): r
+        for r in model.objects.select_for_update()
+        .filter(table_id=table_id, **ins).order_by()
     }
     changed, created = [], []
-    for key, delta in deltas.items():
-        cell = cells.get(key)
-        if cell is None:
-            day, croupier_id, seat = key
-            cell = DailyRollup(
-                table_id=table_id,
-                gaming_day=day,
-                croupier_id=croupier_id,
-                banker_seat=seat,
-                covered_sq=Decimal("0"),
-                findings={},
-            )
-            created.append(cell)
+    for key, delta in per_key.items():
+        row = rows.get(key)
+        if row is None:
+            row = model(**grain.filters(table_id, key), covered_sq=Decimal("0"),
+                        findings={})
+            created.append(row)
         else:
-            changed.append(cell)
-        delta.apply(cell)
+            changed.append(row)
+        delta.apply(row)
     if changed:
         # Their rows are locked and the new sums computed: one upsert writes
         # them all (cheaper to build than bulk_update's CASE per column).
-        DailyRollup.objects.bulk_create(
-            changed,
-            update_conflicts=True,
-            unique_fields=["table", "gaming_day", "croupier", "banker_seat"],
-            update_fields=ROLLUP_SUMS,
-        )
+        model.objects.bulk_create(changed, update_conflicts=True,
+                                  unique_fields=grain.unique,
+                                  update_fields=ROLLUP_SUMS)
     if created:
-        # A plain insert: a cell someone else created meanwhile is an
+        # A plain insert: a row someone else created meanwhile is an
         # IntegrityError, never a count overwritten.
-        DailyRollup.objects.bulk_create(created)
+        model.objects.bulk_create(created)
 
 
 def current_coups():
@@ -209,30 +263,27 @@ def current_coups():
     return Coup.objects.filter(~Exists(newer))
 
 
-def rollup_recompute(**filters) -> dict[tuple, dict]:
-    """Cells computed from scratch from the current revisions."""
+def _empty_cell() -> dict:
+    return {"coups": 0, "banker_wins": 0, "punter_wins": 0, "ties": 0,
+            "covered": Decimal("0"), "covered_sq": Decimal("0"),
+            "commission": Decimal("0"), "levy_mean": Decimal("0"),
+            "levy_var": Decimal("0"), "findings": {}}
+
+
+def rollup_recompute(model=DailyRollup, **filters) -> dict[tuple, dict]:
+    """A grain's rows computed from scratch from the current revisions, keyed
+    (table_id, *the grain's key)."""
+    grain = GRAIN_BY_MODEL[model]
     cells: dict[tuple, dict] = {}
     coups = current_coups().filter(**filters).select_related("shoe__session", "rules")
     finding_codes: dict[int, list[str]] = {}
     for f in Finding.objects.filter(coup__in=coups).values("coup_id", "code"):
         finding_codes.setdefault(f["coup_id"], []).append(f["code"])
     for c in coups.iterator():
-        key = (c.shoe.session.table_id, c.gaming_day, c.entered_by_id, c.banker_seat)
-        cell = cells.setdefault(
-            key,
-            {
-                "coups": 0,
-                "banker_wins": 0,
-                "punter_wins": 0,
-                "ties": 0,
-                "covered": Decimal("0"),
-                "covered_sq": Decimal("0"),
-                "commission": Decimal("0"),
-                "levy_mean": Decimal("0"),
-                "levy_var": Decimal("0"),
-                "findings": {},
-            },
-        )
+        key = (c.shoe.session.table_id, *grain.key(c))
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = _empty_cell()
         mean, var = levy_expectation(c)
         cell["levy_mean"] += mean
         cell["levy_var"] += var
@@ -246,23 +297,27 @@ def rollup_recompute(**filters) -> dict[tuple, dict]:
     return cells
 
 
-def rollup_snapshot(**filters) -> dict[tuple, dict]:
-    """The stored cells, in the same shape as rollup_recompute (empty cells
-    left by corrections are skipped)."""
+def rollup_snapshot(model=DailyRollup, **filters) -> dict[tuple, dict]:
+    """A grain's stored rows, in the same shape as rollup_recompute (rows left
+    empty by corrections are skipped)."""
+    grain = GRAIN_BY_MODEL[model]
     out = {}
-    for r in DailyRollup.objects.filter(**filters):
+    for r in model.objects.filter(**filters):
         if r.coups == 0:
             continue
-        out[(r.table_id, r.gaming_day, r.croupier_id, r.banker_seat)] = {
-            "coups": r.coups,
-            "banker_wins": r.banker_wins,
-            "punter_wins": r.punter_wins,
-            "ties": r.ties,
-            "covered": r.covered,
-            "covered_sq": r.covered_sq,
-            "commission": r.commission,
-            "levy_mean": r.levy_mean,
-            "levy_var": r.levy_var,
-            "findings": dict(r.findings),
+        out[(r.table_id, *(getattr(r, f) for f in grain.fields))] = {
+            name: (dict(r.findings) if name == "findings" else getattr(r, name))
+            for name in ROLLUP_SUMS
         }
     return out
+
+
+def rollups_hold(**filters) -> list[str]:
+    """Every grain's stored rows against a recomputation from the coups: the
+    grains that differ (empty when all hold). ``filters`` apply to the coups
+    and the rows alike (e.g. table=...)."""
+    coup_filters = {("shoe__session__" + k if k.startswith("table") else k): v
+                    for k, v in filters.items()}
+    return [g.model.__name__ for g in GRAINS
+            if rollup_snapshot(g.model, **filters)
+            != rollup_recompute(g.model, **coup_filters)]

@@ -147,7 +147,11 @@ def test_a_coup_is_two_round_trips(db, shoe, turn, croupier):
         ["UPDATE", '"tables_bankerturn"', "SET"],
         ["INSERT", "INTO", '"tables_coup"'],
         ["INSERT", "INTO", '"tables_stake"'],
+        # its row of every rollup grain (tables/rollups.py GRAINS)
         ["INSERT", "INTO", '"tables_dailyrollup"'],
+        ["INSERT", "INTO", '"tables_tabledayrollup"'],
+        ["INSERT", "INTO", '"tables_croupiermonthrollup"'],
+        ["INSERT", "INTO", '"tables_seatmonthrollup"'],
         ["UPDATE", '"tables_shoe"', "SET"],
         ["INSERT", "INTO", '"casino_changelog"'],
     ], work

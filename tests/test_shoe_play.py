@@ -18,7 +18,7 @@ from tables import chemmy, services
 from tables.chemmy import CoupError
 from tables.errors import Conflict, Forbidden, Invalid, NotFound
 from tables.models import BankerTurn, Coup, DailyRollup, Finding, Shoe, Stake
-from tables.rollups import rollup_recompute, rollup_snapshot
+from tables.rollups import GRAINS, rollup_recompute, rollup_snapshot, rollups_hold
 from tables.selectors import turn_ledger_verify
 from tables.services import CoupEvent, TurnOpen, TurnPass
 from tables.simulation import SimulationReport, shoe_events
@@ -177,6 +177,7 @@ def test_one_call_writes_the_ledger_of_one_call_per_event(
         check = turn_ledger_verify(turn)
         assert check.ok, check.problems
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
     assert trail_verify().ok
 
 
@@ -186,8 +187,9 @@ def test_a_shoe_is_a_few_statements_not_a_few_per_coup(manager, croupier):
     with CaptureQueriesContext(connection) as queries:
         played = services.shoe_play(shoe_id=shoe.pk, user=croupier, events=events)
     assert len(played.coups) > 60
-    # SQLite splits a long insert in a few; PostgreSQL sends one.
-    assert len(queries) <= 25, [q["sql"][:80] for q in queries]
+    # SQLite splits a long insert in a few; PostgreSQL sends one. Each rollup
+    # grain is a locking read and a write (tables/rollups.py GRAINS).
+    assert len(queries) <= 23 + 2 * len(GRAINS), [q["sql"][:80] for q in queries]
 
 
 def test_a_batch_goes_on_from_the_open_turn_and_existing_cells(
@@ -219,6 +221,7 @@ def test_a_batch_goes_on_from_the_open_turn_and_existing_cells(
     shoe.refresh_from_db()
     assert (shoe.next_seq, shoe.dealt) == (6, 21)
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
     assert DailyRollup.objects.count() == 2
     for t in BankerTurn.objects.all():
         assert turn_ledger_verify(t).ok

@@ -39,7 +39,6 @@ from casino.trail import ADVISORY_LOCK_KEY
 from ..models import (
     BankerTurn,
     Coup,
-    DailyRollup,
     Finding,
     HouseRules,
     Shoe,
@@ -47,7 +46,7 @@ from ..models import (
     Table,
     TableSession,
 )
-from ..rollups import OUTCOME_FIELD, _Delta
+from ..rollups import GRAINS, OUTCOME_FIELD, _Delta
 from .hooks import findings_statements
 
 if TYPE_CHECKING:  # ledger imports floor, which imports this module
@@ -269,29 +268,25 @@ _MERGE_FINDINGS = (
 )
 
 
-def _rollup_upsert(prepared: PreparedCoup, table_id: int) -> tuple[str, list]:
-    """rollups.rollup_apply for one new coup, as one upsert on its cell."""
+def _rollup_upserts(prepared: PreparedCoup, table_id: int) -> list[tuple[str, list]]:
+    """rollups.rollup_apply for one new coup: one upsert on its row of each
+    grain (rollups.GRAINS)."""
     coup = prepared.coup
     delta = _Delta()
     delta.add(coup, prepared.codes)
-    cell = DailyRollup(
-        table_id=table_id,
-        gaming_day=coup.gaming_day,
-        croupier_id=coup.entered_by_id,
-        banker_seat=coup.banker_seat,
-        findings={},
-    )
-    delta.apply(cell)  # the coup alone: a new cell's row, or what it adds
-    sql, params = _insert(DailyRollup, [cell])
-    t = DailyRollup._meta.db_table
-    sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
-    if cell.findings:
-        sets.append('"findings" = ' + _MERGE_FINDINGS.format(t=t))
-    sql += (
-        ' ON CONFLICT ("table_id", "gaming_day", "croupier_id", "banker_seat") '
-        "DO UPDATE SET " + ", ".join(sets)
-    )
-    return sql, params
+    out = []
+    for grain in GRAINS:
+        row = grain.model(**grain.filters(table_id, grain.key(coup)), findings={})
+        delta.apply(row)  # the coup alone: a new row, or what it adds
+        sql, params = _insert(grain.model, [row])
+        t = grain.model._meta.db_table
+        sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
+        if row.findings:
+            sets.append('"findings" = ' + _MERGE_FINDINGS.format(t=t))
+        target = ", ".join(f'"{c}"' for c in ("table_id", *grain.fields))
+        sql += f" ON CONFLICT ({target}) DO UPDATE SET " + ", ".join(sets)
+        out.append((sql, params))
+    return out
 
 
 def coup_write(
@@ -327,7 +322,7 @@ def coup_write(
         statements += findings_statements(coup, prepared.findings)
     log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
     statements += [
-        _rollup_upsert(prepared, table_id),
+        *_rollup_upserts(prepared, table_id),
         _update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")),
         _log_insert(head, [log]),
     ]

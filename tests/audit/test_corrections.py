@@ -10,7 +10,12 @@ from casino.models import ChangeLog
 from tables import services
 from tables.errors import Conflict, Forbidden, Invalid
 from tables.models import BankerTurn, Coup, Shoe
-from tables.rollups import current_coups, rollup_recompute, rollup_snapshot
+from tables.rollups import (
+    current_coups,
+    rollup_recompute,
+    rollup_snapshot,
+    rollups_hold,
+)
 from tables.selectors import turn_ledger_verify
 
 from .conftest import BANKER_WINS, PUNTER_WINS, TIE, stake
@@ -36,6 +41,7 @@ def assert_books_balance(session):
         check = turn_ledger_verify(turn)
         assert check.ok, check.problems
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
 
 
 def test_a_mis_keyed_card_is_corrected_and_the_original_stays(played, pitboss):
@@ -129,6 +135,7 @@ def test_a_correction_that_makes_the_punter_win_mid_turn(played, pitboss):
     check = turn_ledger_verify(BankerTurn.objects.get(pk=first.turn_id))
     assert not check.ok  # the ledger says so too: a bank after a lost bank
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
 
 
 def test_a_correction_that_keeps_the_bank_of_a_lost_turn(shoe, turn, deal, pitboss,
@@ -241,6 +248,7 @@ def test_corrections_of_a_simulated_night_keep_the_books(croupier, pitboss):
         except Exception as exc:  # a stake above a banco solo bank: refused
             assert getattr(exc, "field", "").startswith("stakes"), exc
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
     for turn in BankerTurn.objects.filter(session=shoe.session):
         check = turn_ledger_verify(turn)
         lost_mid = [p for p in check.problems if "bank before" in p]

@@ -11,7 +11,7 @@ import pytest
 from django.db import transaction
 
 from tables.models import Coup, Finding
-from tables.rollups import rollup_apply, rollup_recompute, rollup_snapshot
+from tables.rollups import rollup_apply, rollup_recompute, rollup_snapshot, rollups_hold
 
 from .conftest import DAY1, play
 
@@ -22,6 +22,7 @@ def test_rollups_equal_the_coups_after_a_night(croupier, croupier2):
     play(croupier, DAY1, tables=2, shoes=2, seed=8, rate=0.05)
     assert Finding.objects.exists()
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
 
 
 def _revise(coup: Coup, **changes) -> Coup:
@@ -48,6 +49,7 @@ def test_rollups_equal_the_coups_after_corrections(croupier):
     _revise(banker_win, outcome="punter", commission=Decimal("0"),
             banker_seat=banker_win.banker_seat % 9 + 1)  # moves to another cell
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
     from audit.reports.selectors import commission_report
 
     report = commission_report(from_day=DAY1, to_day=DAY1)
@@ -78,3 +80,4 @@ def test_rollups_equal_the_coups_after_the_corrections_service(croupier, pitboss
                      punter=punter, banker=banker, stakes=stakes)
     assert Coup.objects.filter(revision__gt=1).count() >= 2
     assert rollup_snapshot() == rollup_recompute()
+    assert rollups_hold() == []  # every grain, not only the cells
