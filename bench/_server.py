@@ -20,21 +20,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(args, port: int) -> tuple[subprocess.Popen, list[str]]:
+def start(
+    args, port: int, log_name: str = "gunicorn.log"
+) -> tuple[subprocess.Popen, list[str]]:
     opts = (
         f"-b 127.0.0.1:{port} -k {args.worker_class} -w {args.workers} "
         f"--threads {args.threads} --keep-alive 5 --log-level warning"
     )
     cmd = [sys.executable, "-m", "gunicorn", "casino.wsgi:application"]
     cmd += [*opts.split(), "--chdir", str(_benchdb.ROOT)]
-    log = open(_benchdb.OUT_DIR / "gunicorn.log", "w")  # noqa: SIM115
+    log = open(_benchdb.OUT_DIR / log_name, "w")  # noqa: SIM115
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # ready when a worker answers
         if proc.poll() is not None:
-            sys.exit("gunicorn exited; see var/bench/gunicorn.log")
+            sys.exit(f"gunicorn exited; see var/bench/{log_name}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/api/v1/bench/bare/")  # 401/405: no row

@@ -196,9 +196,10 @@ def run_tablet(
         record_one(tablet, table, tally, rng, key, body, give_up, behaviour)
 
 
-def record_one(tablet, table, tally, rng, key, body, give_up, behaviour) -> None:
+def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
     """Send one coup until the server has answered for it (201 or 200), or it
-    is refused for good, or `give_up` passes."""
+    is refused for good, or `give_up` passes. Returns the coup the server
+    acknowledged (its JSON), else None."""
     with table.lock:
         shoe = table.shoe
     wait = rng.uniform(0.001, 0.015) if rng.random() < behaviour.timeout_rate else None
@@ -207,7 +208,7 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour) -> None
     for _attempt in range(MAX_ATTEMPTS):
         if time.monotonic() > give_up:
             tally.unresolved.append(key)
-            return
+            return None
         t0 = time.monotonic()
         try:
             status, data = tablet.request(
@@ -245,7 +246,7 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour) -> None
             after_coup(tablet, table, data, tally)
             if status == 201 and rng.random() < behaviour.replay_rate:
                 replay(tablet, tally, shoe, key, body, coup)
-            return
+            return data
         if status in (429, 500, 502, 503, 504):
             tally.unknown_fate += 1
             time.sleep(pause)
@@ -262,8 +263,9 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour) -> None
                 ensure_turn(tablet, table, tally)
                 continue
         tally.errors.append(f"{key}: {status} {json.dumps(data)[:200]}")
-        return
+        return None
     tally.unresolved.append(key)
+    return None
 
 
 def replay(tablet, tally, shoe, key, body, coup) -> None:

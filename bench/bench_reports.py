@@ -67,21 +67,26 @@ def _fill(model, given: dict[str, str]) -> tuple[str, str]:
     return ", ".join(cols), ", ".join(exprs)
 
 
-def setup_floor():
-    """Tables, croupiers, one session + shoe + banker turn per table-day."""
+def setup_floor(*, tables: int = TABLES, days: int = DAYS, start: date = START,
+                manager=None, croupiers=None):
+    """Tables, croupiers, one session + shoe + banker turn per table-day
+    (closed). bench_floor.py passes its own sizes, manager and croupiers (user
+    ids in a row) and opens the day's sessions after it: the sequences are
+    moved past the ids written here."""
     from django.db import connection
 
     from tables import services
     from tables.models import BankerTurn, Shoe, TableSession
 
-    manager = _benchdb.make_user("bench-manager", "manager")
-    croupiers = [_benchdb.make_user(f"bench-croupier-{i}", "croupier")
-                 for i in range(CROUPIERS)]
-    tables = [services.table_create(user=manager, name=f"Table {i + 1:02d}",
-                                    device="bench") for i in range(TABLES)]
-    t0 = tables[0].pk
-    day = f"DATE '{START}' + (g / {TABLES})"
-    table = f"{t0} + (g % {TABLES})"
+    manager = manager or _benchdb.make_user("bench-manager", "manager")
+    croupiers = croupiers or [_benchdb.make_user(f"bench-croupier-{i}", "croupier")
+                              for i in range(CROUPIERS)]
+    width = max(2, len(str(tables)))
+    made = [services.table_create(user=manager, name=f"Table {i + 1:0{width}d}",
+                                  device="bench") for i in range(tables)]
+    t0, cells = made[0].pk, tables * days
+    day = f"DATE '{start}' + (g / {tables})"
+    table = f"{t0} + (g % {tables})"
     at = f"(({day})::timestamp + interval '20 hours') AT TIME ZONE 'Europe/Paris'"
     with connection.cursor() as cur:
         cols, exprs = _fill(TableSession, {
@@ -89,42 +94,49 @@ def setup_floor():
             "opened_by_id": str(croupiers[0].pk), "closed_at": at,
             "closed_by_id": str(croupiers[0].pk)})
         cur.execute(f"INSERT INTO {TableSession._meta.db_table} ({cols}) "
-                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
+                    f"SELECT {exprs} FROM generate_series(0, {cells - 1}) g")
         cols, exprs = _fill(Shoe, {
             "id": "g + 1", "session_id": "g + 1", "number": "1", "decks": "6",
             "opened_at": at, "closed_at": at})
         cur.execute(f"INSERT INTO {Shoe._meta.db_table} ({cols}) "
-                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
+                    f"SELECT {exprs} FROM generate_series(0, {cells - 1}) g")
         cols, exprs = _fill(BankerTurn, {
             "id": "g + 1", "session_id": "g + 1", "number": "1", "seat": "1",
             "opening_bank": "100", "bank": "100", "opened_at": at,
             "opened_by_id": str(croupiers[0].pk), "closed_at": at})
         cur.execute(f"INSERT INTO {BankerTurn._meta.db_table} ({cols}) "
-                    f"SELECT {exprs} FROM generate_series(0, {CELLS - 1}) g")
-    return t0, tables[0].rules_id, [c.pk for c in croupiers]
+                    f"SELECT {exprs} FROM generate_series(0, {cells - 1}) g")
+        for model in (TableSession, Shoe, BankerTurn):
+            name = model._meta.db_table
+            cur.execute(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "
+                        f"(SELECT max(id) FROM {name}))")
+    return t0, made[0].rules_id, [c.pk for c in croupiers]
 
 
-def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers) -> float:
-    """Coups number first..last (0-based): coup n is at cell n % CELLS and is
-    that shoe's coup number n // CELLS + 1."""
+def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers, *,
+               tables: int = TABLES, days: int = DAYS, start: date = START) -> float:
+    """Coups number first..last (0-based): coup n is at cell n % cells and is
+    that shoe's coup number n // cells + 1 (cells: tables x days, as
+    setup_floor made them; croupiers: user ids in a row)."""
     from django.db import connection
 
     from tables.models import Coup, Finding
 
-    seq = f"(g / {CELLS} + 1)"
+    cells = tables * days
+    seq = f"(g / {cells} + 1)"
     c0 = croupiers[0]
     u = "hashtext(g::text)"  # a deterministic pseudo-random number per coup
     outcome = (f"CASE WHEN abs({u}) % 10000 < 4587 THEN 'banker' "
                f"WHEN abs({u}) % 10000 < 9049 THEN 'punter' ELSE 'tie' END")
     covered = "(10 * (1 + abs(hashtext('c' || g)) % 50))"
     given = {
-        "shoe_id": f"g % {CELLS} + 1", "turn_id": f"g % {CELLS} + 1", "seq": seq,
+        "shoe_id": f"g % {cells} + 1", "turn_id": f"g % {cells} + 1", "seq": seq,
         "revision": "1", "rules_id": str(rules_id),
         "tableau_version": "'chemmy-standard-1'",
-        "gaming_day": f"DATE '{START}' + ((g % {CELLS}) / {TABLES})",
-        "created_at": f"(DATE '{START}' + ((g % {CELLS}) / {TABLES}))::timestamptz"
-                      f" + interval '20 hours' + (g / {CELLS}) * interval '1 second'",
-        "entered_by_id": f"{c0} + abs(hashtext('k' || g)) % {CROUPIERS}",
+        "gaming_day": f"DATE '{start}' + ((g % {cells}) / {tables})",
+        "created_at": f"(DATE '{start}' + ((g % {cells}) / {tables}))::timestamptz"
+                      f" + interval '20 hours' + (g / {cells}) * interval '1 second'",
+        "entered_by_id": f"{c0} + abs(hashtext('k' || g)) % {len(croupiers)}",
         "punter_cards": "'[\"9H\", \"KD\"]'::jsonb",
         "banker_cards": "'[\"5C\", \"2S\"]'::jsonb",
         "punter_total": "9", "banker_total": "7", "outcome": outcome,
@@ -138,7 +150,7 @@ def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers) -> floa
                          "ELSE 0 END",
     }
     cols, exprs = _fill(Coup, given)
-    start = time.perf_counter()
+    began = time.perf_counter()
     with connection.cursor() as cur:
         cur.execute(f"INSERT INTO {Coup._meta.db_table} ({cols}) "
                     f"SELECT {exprs} FROM generate_series({first}, {last}) g")
@@ -152,7 +164,7 @@ def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers) -> floa
                     f"WHERE c.finding_count = 1 AND c.id > (SELECT coalesce("
                     f"max(coup_id), 0) FROM {Finding._meta.db_table})")
         cur.execute("ANALYZE")
-    return time.perf_counter() - start
+    return time.perf_counter() - began
 
 
 def build_rollups() -> float:

@@ -1,0 +1,704 @@
+"""A 500-table floor on one box (issue 15): tablets, pit bosses and a manager
+at once, through gunicorn on PostgreSQL, with a real Celery worker.
+
+Run from the project root (take the bench lock for figures):
+
+    flock /work/notes/bench.lock .venv/bin/python bench/bench_floor.py
+        [--tables 500] [--duration 60] [--bosses 20] [--history-days 30]
+        [--history-coups 60] [--workers 3] [--threads 4]
+
+A fresh PostgreSQL database (bench_floor, dropped and re-created, migrated;
+BENCH_DATABASE_URL to change it) and Redis db 14 (REDIS_URL; flushed: the
+broker of this run only). Set-up, untimed:
+
+- a month of history, written in SQL as bench_reports.py writes its year:
+  --tables tables x --history-days closed sessions (one shoe, one banker
+  turn each) before today's gaming day, --history-coups coups per table-day
+  (0.3 % with a false_draw finding, their flags raised by flags_sync), the
+  rollups built from them, every box counted and attested but 1 %
+  (--uncounted) so the floor's closing list has a few lines;
+- today: each table opened by a pit boss for its own croupier (a tablet
+  user with an API token), a shoe and a banker turn opened by the croupier,
+  through the services; --bosses pit bosses signed in on the sign-in page
+  (session cookie and CSRF token, as a browser); a manager with a token.
+
+Then gunicorn (gthread, on a port in 8790-8799) and `celery -A casino worker`
+(one pool process), and for --duration seconds:
+
+- every table records a coup every 30 s (the tables spread evenly over the
+  30 s, each coup +-2 s of jitter), dealt from its own shuffled shoe by the
+  punter's rule and the tableau (bench/_tablets.py: Idempotency-Key, 2 %
+  re-sent after a 201, 1 % given up on after a few ms and retried); the bank
+  lost, the next seat opens a turn; at the cut card the croupier closes the
+  shoe with its count and opens the next;
+- every pit boss loads the floor page and the review queue every 5 s;
+- the manager requests a month's commission report (POST /api/v1/reports/,
+  PDF by table) 5 s in, and polls it every second until it is built.
+
+Afterwards: latencies (p50/p95/p99/max) per kind, errors, and proof that every
+acknowledged coup is stored exactly once (bench/_harness.verify over today's
+sessions: keys, sequences, banker-turn chains, rollups, ledger re-settled).
+What limits the run: the CPU seconds of the gunicorn workers, the PostgreSQL
+backends of this database, the Celery worker and this client over the window
+(/proc/<pid>/stat), and the machine's idle share (/proc/stat).
+
+Aims: coup p99 <= 100 ms, floor page p99 <= 250 ms, every acknowledged coup
+stored once; exit status 1 otherwise. Writes var/bench/floor.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("BENCH_DATABASE_URL",
+                      "postgres://postgres@127.0.0.1:5432/bench_floor")
+
+import _benchdb  # noqa: E402
+import _harness  # noqa: E402
+import _server  # noqa: E402
+import _tablets  # noqa: E402
+import bench_reports  # noqa: E402
+
+AIMS = {"coup_p99_ms": 100.0, "floor_p99_ms": 250.0}
+PORTS = range(8790, 8800)
+REDIS_URL = "redis://127.0.0.1:6379/14"
+COUP_EVERY, BOSS_EVERY, POLL_EVERY = 30.0, 5.0, 1.0
+JITTER = 2.0  # seconds either side of a table's slot
+RESOLVE = 20.0  # a coup in flight at the end: its fate learned within this
+REPORT_WAIT = 180.0  # the report polled at most this long after the window
+STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # x 10.00, as in tables.simulation
+KINDS = ("coup", "floor", "queue", "shoe", "report_request", "report_poll")
+
+
+# -- set-up -------------------------------------------------------------------
+
+
+def history(args, live_day, manager, croupier_ids: list[int], boss) -> dict:
+    """A month before today, in SQL (bench_reports.py's bulk path)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from audit.models import CagnotteAttestation, CagnotteCount
+    from audit.services import flags_sync
+    from tables.models import Coup, Shoe, TableSession
+
+    start = live_day - timedelta(days=args.history_days)
+    # bench_reports' coups name their croupier among ids in a row: three
+    # croupiers share each table-day, as shifts would
+    shift = list(get_user_model().objects.filter(pk__in=croupier_ids[:3])
+                 .order_by("pk"))
+    t0 = time.perf_counter()
+    first, rules_id, _ = bench_reports.setup_floor(
+        tables=args.tables, days=args.history_days, start=start,
+        manager=manager, croupiers=shift)
+    n = args.tables * args.history_days * args.history_coups
+    if n:
+        bench_reports.load_coups(0, n - 1, first, rules_id, [c.pk for c in shift],
+                                 tables=args.tables, days=args.history_days,
+                                 start=start)
+    filled = time.perf_counter() - t0
+    # Every box counted (the commission as computed) and attested, but a few.
+    s, sh, c = (TableSession._meta.db_table, Shoe._meta.db_table,
+                Coup._meta.db_table)
+    cols, exprs = bench_reports._fill(CagnotteCount, {
+        "session_id": "s.id", "counted": "coalesce(sum(c.commission), 0)",
+        "computed": "coalesce(sum(c.commission), 0)", "variance": "0",
+        "counted_by_id": str(boss.pk),
+        "counted_at": "s.closed_at + interval '30 minutes'", "reason": "''"})
+    skip = int(args.uncounted * 1000)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {CagnotteCount._meta.db_table} ({cols}) SELECT {exprs} "
+            f"FROM {s} s LEFT JOIN {sh} sh ON sh.session_id = s.id "
+            f"LEFT JOIN {c} c ON c.shoe_id = sh.id WHERE s.closed_at IS NOT NULL "
+            f"AND abs(hashtext('u' || s.id)) % 1000 >= {skip} GROUP BY s.id")
+        cols, exprs = bench_reports._fill(CagnotteAttestation, {
+            "count_id": "k.id", "attested_by_id": str(manager.pk),
+            "attested_at": "k.counted_at + interval '1 hour'",
+            "statement": "'certifié exact'"})
+        cur.execute(f"INSERT INTO {CagnotteAttestation._meta.db_table} ({cols}) "
+                    f"SELECT {exprs} FROM {CagnotteCount._meta.db_table} k")
+    t1 = time.perf_counter()
+    bench_reports.build_rollups()
+    rollups = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    flags = flags_sync()  # the history's findings become review items
+    return {"from_day": start.isoformat(), "days": args.history_days,
+            "coups": n, "first_table": first, "fill_s": round(filled, 1),
+            "rollups_s": round(rollups, 1), "flags_raised": flags,
+            "flags_s": round(time.perf_counter() - t2, 1)}
+
+
+@dataclass
+class LiveTable:
+    """One table's tablet: its croupier's token, its shoe as dealt."""
+
+    index: int
+    state: _tablets.TableState
+    tablet: _tablets.Tablet
+    rng: random.Random
+    cards: list[str]
+    shoe: int
+    seat: int = 1
+    k: int = 0
+    busy: threading.Lock = field(default_factory=threading.Lock)
+    tally: _tablets.Tally = field(default_factory=_tablets.Tally)
+
+
+def open_floor(args, first_table: int, croupiers, boss) -> list[dict]:
+    """Today's sessions: the pit boss opens each table for its croupier, who
+    opens a shoe (a few cards burned) and the first banker turn."""
+    from decimal import Decimal
+
+    from django.contrib.auth import get_user_model
+
+    from tables import services
+    from tables.models import Table
+
+    users = {u.pk: u for u in get_user_model().objects.filter(
+        pk__in=[c for c, _ in croupiers])}
+    out = []
+    for i, (cid, token) in enumerate(croupiers):
+        table = Table.objects.get(pk=first_table + i)
+        croupier = users[cid]
+        session = services.session_open(table=table, user=boss, croupier=croupier,
+                                        device="bench")
+        burned = random.Random(i).randint(1, 10)
+        shoe = services.shoe_open(session=session, user=croupier, burned=burned,
+                                  device="bench")
+        services.banker_turn_open(session=session, user=croupier, seat=1,
+                                  bank=Decimal("100.00"), device="bench")
+        out.append({"table": table.pk, "session": session.pk, "shoe": shoe.pk,
+                    "burned": burned, "token": token})
+    return out
+
+
+def fresh_shoe(rng: random.Random, burned: int) -> list[str]:
+    cards = _tablets.new_deck(rng)
+    del cards[-burned:]  # burned from the top (cards are dealt from the end)
+    return cards
+
+
+# -- HTTP clients -------------------------------------------------------------
+
+
+class Browser:
+    """A pit boss's browser: one keep-alive connection, the session cookie."""
+
+    def __init__(self, port: int):
+        self.port, self.conn, self.cookies = port, None, {}
+
+    def request(self, method, path, body=None, headers=None):
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                   timeout=60)
+        head = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+                "User-Agent": "bench-floor", **(headers or {})}
+        try:
+            self.conn.request(method, path, body=body, headers=head)
+            resp = self.conn.getresponse()
+            payload = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+        for name, value in resp.getheaders():
+            if name.lower() == "set-cookie":
+                k, v = value.split(";", 1)[0].split("=", 1)
+                self.cookies[k.strip()] = v.strip()
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
+        return resp.status, payload
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def sign_in(self, username: str, password: str) -> None:
+        status, page = self.request("GET", "/accounts/login/")
+        token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        if status != 200 or token is None:
+            sys.exit(f"sign-in page: {status}")
+        body = urlencode({"username": username, "password": password,
+                          "csrfmiddlewaretoken": token.group(1).decode()})
+        status, _ = self.request(
+            "POST", "/accounts/login/", body,
+            {"Content-Type": "application/x-www-form-urlencoded"})
+        if status != 302 or "sessionid" not in self.cookies:
+            sys.exit(f"sign-in of {username}: {status}, no session cookie")
+
+
+@dataclass
+class Record:
+    """Every timed request: kind -> [(t0, seconds, status)], and errors."""
+
+    rows: dict[str, list[tuple[float, float, int]]] = field(
+        default_factory=lambda: {k: [] for k in KINDS})
+    errors: list[str] = field(default_factory=list)
+    lag: list[float] = field(default_factory=list)  # coups sent after their slot
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind, t0, seconds, status):
+        with self.lock:
+            self.rows[kind].append((t0, seconds, status))
+
+    def error(self, text):
+        with self.lock:
+            self.errors.append(text)
+
+
+def timed(rec, kind, fn, *args, ok=(200, 201), **kwargs):
+    t0 = time.monotonic()
+    status, data = fn(*args, **kwargs)
+    rec.add(kind, t0, time.monotonic() - t0, status)
+    if status not in ok:
+        rec.error(f"{kind}: {status} {str(data)[:200]}")
+    return status, data
+
+
+# -- the players ----------------------------------------------------------------
+
+
+def play_coup(t: LiveTable, rec: Record, due: float, give_up: float, behaviour):
+    """One coup at one table (and the shoe or turn it needs)."""
+    with t.busy:  # a table deals one coup at a time
+        rec.lag.append(time.monotonic() - due)
+        rng, tablet = t.rng, t.tablet
+        if t.state.shoe != t.shoe:  # the tablets' repair opened a new shoe
+            t.shoe, t.cards = t.state.shoe, fresh_shoe(rng, 5)
+        if len(t.cards) < 7:  # the cut card: count what is left, next shoe
+            left, burned = len(t.cards), rng.randint(1, 10)
+            status, _ = timed(rec, "shoe", tablet.request, "POST",
+                              f"/api/v1/shoes/{t.shoe}/close/", {"cards_left": left})
+            status, data = timed(rec, "shoe", tablet.request, "POST",
+                                 f"/api/v1/sessions/{t.state.session}/shoes/",
+                                 {"burned": burned})
+            if status != 201:
+                return
+            with t.state.lock:
+                t.state.shoe = t.shoe = data["id"]
+                t.state.shoes_opened += 1
+            t.cards = fresh_shoe(rng, burned)
+        punter, banker = _tablets.deal(rng, t.cards)
+        others = [s for s in range(1, 10) if s != t.seat]
+        stakes = [{"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
+                  for s in rng.sample(others, k=rng.randint(1, 3))]
+        key = f"floor-{t.index}-{t.k}"
+        t.k += 1
+        body = {"punter": punter, "banker": banker, "stakes": stakes}
+        data = _tablets.record_one(tablet, t.state, t.tally, rng, key, body,
+                                   give_up, behaviour)
+        if data is not None:  # the bank lost, the next seat holds it now
+            t.seat = data.get("next_banker_seat") or data["banker_seat"]
+
+
+def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
+    """Each table's coups at its slots, from one scheduler thread into a
+    pool (a table's next coup waits for its previous one)."""
+    n = len(tables)
+    heap = []
+    for t in tables:
+        offset = t.index * COUP_EVERY / n
+        k = 0
+        while (at := start + offset + k * COUP_EVERY) < stop:
+            jittered = min(max(at + t.rng.uniform(-JITTER, JITTER), start), stop)
+            heap.append((jittered, t.index))
+            k += 1
+    heapq.heapify(heap)
+    give_up = stop + RESOLVE
+    with ThreadPoolExecutor(pool_size) as pool:
+        while heap:
+            due, i = heapq.heappop(heap)
+            time.sleep(max(0.0, due - time.monotonic()))
+            pool.submit(_guard, rec, play_coup, tables[i], rec, due, give_up,
+                        behaviour)
+
+
+def _guard(rec, fn, *args):
+    try:
+        fn(*args)
+    except Exception as exc:  # a bug in the bench: counted, never hidden
+        rec.error(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+
+
+def run_boss(browser: Browser, rec, offset, start, stop) -> None:
+    k = 0
+    while (due := start + offset + k * BOSS_EVERY) < stop:
+        time.sleep(max(0.0, due - time.monotonic()))
+        for kind, path in (("floor", "/floor/"), ("queue", "/floor/queue/")):
+            try:
+                timed(rec, kind, browser.request, "GET", path, ok=(200,))
+            except (OSError, http.client.HTTPException) as exc:
+                rec.error(f"{kind}: {type(exc).__name__}: {exc}")
+        k += 1
+
+
+def run_manager(port, token, rec, at, stop, period) -> dict:
+    """Request the month's commission report, poll it until it is built."""
+    client = _tablets.Tablet(port, token, "bench-manager", timeout=120)
+    time.sleep(max(0.0, at - time.monotonic()))
+    sent = time.monotonic()
+    status, job = timed(rec, "report_request", client.request, "POST",
+                        "/api/v1/reports/", {"kind": "commission", "format": "pdf",
+                                             "group_by": "table", **period},
+                        ok=(202,))
+    if status != 202:
+        return {"status": status, "detail": job}
+    deadline = stop + REPORT_WAIT
+    while time.monotonic() < deadline:
+        time.sleep(POLL_EVERY)
+        status, job = timed(rec, "report_poll", client.request, "GET",
+                            job["status_url"], ok=(200,))
+        if status == 200 and job["status"] in ("done", "failed"):
+            break
+    client.close()
+    return {"id": job.get("id"), "status": job.get("status"),
+            "error": job.get("error"), "rows": job.get("rows"),
+            "file_size": job.get("file_size"),
+            "requested_to_done_s": round(time.monotonic() - sent, 2),
+            "in_window": time.monotonic() <= stop,
+            "started_at": job.get("started_at"), "finished_at": job.get("finished_at")}
+
+
+# -- processes and CPU ------------------------------------------------------------
+
+
+def pick_port() -> int:
+    for port in PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    sys.exit(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
+
+
+def start_celery() -> tuple[subprocess.Popen, Path]:
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()  # this run's broker only
+    log = _benchdb.OUT_DIR / "floor-celery.log"
+    cmd = [str(Path(sys.executable).with_name("celery")), "-A", "casino", "worker",
+           "--concurrency=1", "--without-gossip", "--without-mingle",
+           "--without-heartbeat", "--loglevel=INFO",
+           "-n", f"bench-floor-{os.getpid()}@%h"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=_benchdb.ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while b"ready." not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_celery(proc)
+            sys.exit(f"the Celery worker did not start; see {log}")
+        time.sleep(0.2)
+    return proc, log
+
+
+def stop_celery(proc) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)  # warm shutdown, by its pid
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def cpu_snapshot(web: int, worker: int, db: str) -> dict:
+    """CPU ticks so far of the gunicorn master and workers (its session),
+    the Celery worker and its pool, this database's PostgreSQL backends, this
+    client; and the machine's busy and idle ticks."""
+    out = {"web": 0, "worker": 0, "postgres": 0}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ticks = int(stat[11]) + int(stat[12])  # utime + stime
+        session = int(stat[3])
+        if session == web:
+            out["web"] += ticks
+        elif session == worker:
+            out["worker"] += ticks
+        elif cmd.startswith("postgres:") and f" {db} " in cmd:
+            out["postgres"] += ticks
+    with open("/proc/stat") as f:
+        cpu = [int(v) for v in f.readline().split()[1:]]
+    out["machine_idle"] = cpu[3] + cpu[4]  # idle + iowait
+    out["machine_all"] = sum(cpu[:8])
+    out["client_s"] = time.process_time()
+    return out
+
+
+def cpu_report(a: dict, b: dict, seconds: float) -> dict:
+    hz = os.sysconf("SC_CLK_TCK")
+    cores = os.cpu_count() or 1
+    used = {k: (b[k] - a[k]) / hz for k in ("web", "worker", "postgres")}
+    used["client"] = b["client_s"] - a["client_s"]
+    all_ = (b["machine_all"] - a["machine_all"]) / hz
+    idle = (b["machine_idle"] - a["machine_idle"]) / hz
+    used["other"] = max(0.0, all_ - idle - sum(used.values()))
+    return {
+        "window_s": round(seconds, 1), "cores": cores,
+        "cpu_s": {k: round(v, 1) for k, v in used.items()},
+        "share_of_cores_pct": {k: round(100 * v / (seconds * cores), 1)
+                               for k, v in used.items()},
+        "machine_idle_pct": round(100 * idle / all_, 1) if all_ else None,
+    }
+
+
+# -- figures ------------------------------------------------------------------------
+
+
+def stats(rows, start, stop) -> dict:
+    lat = sorted(s for t0, s, _ in rows if start <= t0 < stop)
+    statuses: dict[str, int] = {}
+    for t0, _, st in rows:
+        if start <= t0 < stop:
+            statuses[str(st)] = statuses.get(str(st), 0) + 1
+
+    def p(q):
+        return round(1000 * _tablets.percentile(lat, q), 1) if lat else None
+
+    return {"n": len(lat), "p50_ms": p(50), "p95_ms": p(95), "p99_ms": p(99),
+            "max_ms": round(1000 * lat[-1], 1) if lat else None,
+            "statuses": statuses}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--bosses", type=int, default=20)
+    parser.add_argument("--history-days", type=int, default=30)
+    parser.add_argument("--history-coups", type=int, default=60,
+                        help="coups per table-day of the history")
+    parser.add_argument("--uncounted", type=float, default=0.01)
+    # 2 cores: 3 processes x 4 threads (see the report below)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--replay-rate", type=float, default=0.02)
+    parser.add_argument("--timeout-rate", type=float, default=0.01)
+    parser.add_argument("--report-at", type=float, default=5.0)
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    args = parser.parse_args()
+    if not (0 < args.duration <= 600 and 1 <= args.tables <= 2000
+            and 1 <= args.bosses <= 100 and args.history_days >= 0):
+        sys.exit("--duration in (0, 600], --tables 1..2000, --bosses 1..100")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+
+    url = _benchdb.configure()
+    os.environ.update(
+        REDIS_URL=os.environ.get("BENCH_REDIS_URL", REDIS_URL),
+        CELERY_TASK_ALWAYS_EAGER="0",
+        MEDIA_ROOT=str(_benchdb.OUT_DIR / "floor-media"),
+        TRAIL_ANCHOR_DIR=str(_benchdb.OUT_DIR / "floor-anchors"),
+    )
+    before = _benchdb.machine()
+    print(f"database: {url} (dropped and re-created); broker {REDIS_URL}",
+          flush=True)
+    _benchdb.recreate_database(url)
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from casino.tokenauth import token_issue
+    from tables.services.floor import gaming_day_for
+
+    t_setup = time.perf_counter()
+    manager = _benchdb.make_user("bench-manager", "manager")
+    bosses = [_benchdb.make_user(f"bench-boss-{i}", "pitboss")
+              for i in range(args.bosses)]
+    croupiers = _harness.tablet_users(args.tables, "bench-croupier-")
+    manager_token = token_issue(user=manager, device="bench")[1]
+    live_day = gaming_day_for(timezone.now(), 6)  # the tables' default cut-off
+    hist = history(args, live_day, manager, [c for c, _ in croupiers], bosses[0])
+    print(f"history: {hist}", flush=True)
+    opened = open_floor(args, hist["first_table"], croupiers, bosses[0])
+    setup_s = time.perf_counter() - t_setup
+    print(f"set-up: {args.tables} tables open, {args.bosses} pit bosses "
+          f"({setup_s:.0f} s)", flush=True)
+    connection.close()
+
+    port = pick_port()
+    gunicorn = argparse.Namespace(worker_class="gthread", workers=args.workers,
+                                  threads=args.threads)
+    proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log")
+    celery, _ = start_celery()
+    print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
+          f"(pid {celery.pid}, 1 pool process)", flush=True)
+    rec = Record()
+    behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
+                                   timeout_rate=args.timeout_rate)
+    tables = []
+    for i, o in enumerate(opened):
+        rng = random.Random(zlib.crc32(f"floor-{i}".encode()))
+        state = _tablets.TableState(o["table"], o["session"], o["shoe"])
+        tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
+        tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
+                                o["shoe"]))
+    report_job: dict = {}
+    try:
+        browsers = []
+        for i in range(args.bosses):  # signed in before the window
+            b = Browser(port)
+            b.sign_in(f"bench-boss-{i}", f"bench-boss-{i}" * 2)
+            b.request("GET", "/floor/")  # warm: each page once per boss
+            b.request("GET", "/floor/queue/")
+            browsers.append(b)
+        start = time.monotonic() + 1.0
+        stop = start + args.duration
+        period = {"from_day": hist["from_day"], "to_day": live_day.isoformat()}
+        threads = [threading.Thread(target=run_tables, daemon=True, args=(
+            tables, rec, port, start, stop, behaviour, 64))]
+        threads += [threading.Thread(target=run_boss, daemon=True, args=(
+            b, rec, i * BOSS_EVERY / args.bosses, start, stop))
+            for i, b in enumerate(browsers)]
+        mgr = threading.Thread(target=lambda: report_job.update(run_manager(
+            port, manager_token, rec, start + args.report_at, stop, period)),
+            daemon=True)
+        for t in [*threads, mgr]:
+            t.start()
+        time.sleep(max(0.0, start - time.monotonic()))
+        cpu0 = cpu_snapshot(proc.pid, celery.pid, url.rsplit("/", 1)[1])
+        time.sleep(max(0.0, stop - time.monotonic()))
+        cpu1 = cpu_snapshot(proc.pid, celery.pid, url.rsplit("/", 1)[1])
+        print("window over; resolving coups in flight, waiting for the report",
+              flush=True)
+        for t in threads:
+            t.join(timeout=RESOLVE + 60)
+        mgr.join(timeout=REPORT_WAIT + 30)
+        if any(t.is_alive() for t in [*threads, mgr]):
+            rec.error("a client thread did not stop")
+    finally:
+        _server.stop(proc)
+        stop_celery(celery)
+    cpu = cpu_report(cpu0, cpu1, stop - start)
+    acked, unresolved = {}, []
+    for t in tables:
+        acked.update(t.tally.acked)
+        unresolved.extend(t.tally.unresolved)
+        rec.errors.extend(t.tally.errors)
+        rec.rows["coup"].extend((t0, s, -1) for t0, s in t.tally.latencies)
+    result = _harness.verify(acked, unresolved, gaming_days=[live_day])
+    report(args, cmd, rec, start, stop, tables, result, cpu, report_job, hist,
+           before, setup_s)
+    if not args.keep:
+        _harness.drop_database(url)
+
+
+def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
+           setup_s) -> None:
+    figures = {k: stats(rec.rows[k], start, stop) for k in KINDS}
+    tallies = [t.tally for t in tables]
+    coup_statuses: dict[str, int] = {}  # the tablets count theirs (replays too)
+    for t in tallies:
+        for k, v in t.statuses.items():
+            coup_statuses[str(k)] = coup_statuses.get(str(k), 0) + v
+    figures["coup"]["statuses"] = coup_statuses
+    turns = sum(t.state.turns_opened for t in tables)
+    coup_p99 = figures["coup"]["p99_ms"]
+    floor_p99 = figures["floor"]["p99_ms"]
+    lag = sorted(rec.lag)
+    aims = {
+        "coup_p99": coup_p99 is not None and coup_p99 <= AIMS["coup_p99_ms"],
+        "floor_p99": floor_p99 is not None and floor_p99 <= AIMS["floor_p99_ms"],
+        "stored_once": result["ok"],
+        "report_built": job.get("status") == "done",
+        "no_errors": not rec.errors,
+    }
+    print(f"\n{'kind':15} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'max ms':>8} statuses")
+    for kind in KINDS:
+        f = figures[kind]
+        if not f["n"]:
+            continue
+        print(f"{kind:15} {f['n']:6d} {f['p50_ms']:8.1f} {f['p95_ms']:8.1f} "
+              f"{f['p99_ms']:8.1f} {f['max_ms']:8.1f} {f['statuses']}")
+    print(f"coups sent after their slot: median {_lagged(lag, 50)} ms, "
+          f"max {_lagged(lag, 100)} ms; replays {sum(t.replays_ok for t in tallies)}"
+          f"/{sum(t.replays_asked for t in tallies)} answered with the same coup, "
+          f"timeouts {sum(t.timeouts_committed for t in tallies)}"
+          f"/{sum(t.timeouts for t in tallies)} found committed on retry, "
+          f"shoes replaced {sum(t.state.shoes_opened for t in tables)}, "
+          f"banker turns opened after a lost bank {turns}")
+    print(f"report: {job}")
+    print(f"verify (today's sessions): {result['acknowledged']} coups acknowledged,"
+          f" {result['coups']} stored, {result['rows_lost']} lost, "
+          f"{result['rows_duplicated']} duplicated, {result['unresolved']} "
+          f"unresolved; {result['shoes']} shoes, {result['turns']} turns; "
+          f"{result['ledger_differences']} ledger differences -> "
+          + ("OK" if result["ok"] else "FAILED"))
+    for p in result["problems"][:10] + rec.errors[:20]:
+        print("  ", p)
+    share = cpu["share_of_cores_pct"]
+    print(f"\nCPU over the {cpu['window_s']} s window ({cpu['cores']} cores): "
+          + ", ".join(f"{k} {v} s ({share[k]} %)" for k, v in cpu["cpu_s"].items())
+          + f"; machine idle {cpu['machine_idle_pct']} %")
+    limit = limit_text(cpu)
+    print(f"what limits: {limit}")
+    print("aims: coup p99 <= 100 ms {}, floor p99 <= 250 ms {}, stored once {}, "
+          "report built {}, no client error {}".format(
+              *("met" if v else "MISSED" for v in aims.values())))
+    out = _benchdb.OUT_DIR / "floor.json"
+    out.write_text(json.dumps({
+        "benchmark": "floor", "command": "bench/bench_floor.py "
+        + " ".join(sys.argv[1:]), "server": cmd[1:], "tables": args.tables,
+        "bosses": args.bosses, "duration_s": args.duration, "history": hist,
+        "setup_s": round(setup_s, 1), "latency": figures, "report": job,
+        "lag_ms": {"p50": _lagged(lag, 50), "max": _lagged(lag, 100)},
+        "verify": result, "cpu": cpu, "limit": limit, "aims": AIMS, "met": aims,
+        "errors": rec.errors[:50], "machine_before": before,
+        "machine_after": _benchdb.machine(), "postgres": _benchdb.pg_settings(),
+    }, indent=2, default=str) + "\n")
+    print(f"written: {out.relative_to(_benchdb.ROOT)}")
+    if not all(aims.values()):
+        sys.exit(1)
+
+
+def _lagged(values, q) -> float | None:
+    if not values:
+        return None
+    return round(1000 * values[min(len(values) - 1, int(len(values) * q / 100))], 1)
+
+
+def limit_text(cpu) -> str:
+    used = dict(cpu["cpu_s"])
+    top = max(used, key=used.get)
+    share = cpu["share_of_cores_pct"][top]
+    idle = cpu["machine_idle_pct"]
+    if idle is not None and idle < 10:
+        return (f"CPU: the machine was {100 - idle:.0f} % busy; the largest user "
+                f"was {top} ({share} % of the cores)")
+    return (f"not CPU-bound (machine {idle} % idle); the largest user was {top} "
+            f"({share} % of the cores): latency is the requests' own work")
+
+
+if __name__ == "__main__":
+    main()
