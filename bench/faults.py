@@ -36,12 +36,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -51,63 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness  # noqa: E402
 import _tablets  # noqa: E402
-
-PGBIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
-
-
-class Cluster:
-    """A PostgreSQL cluster of our own: initdb, start, restart, crash, remove.
-    As root, the server runs as the `postgres` user (it refuses root)."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.dir = Path(tempfile.mkdtemp(prefix="casino-pgfault-"))
-        self.data = self.dir / "data"
-        self.log = self.dir / "server.log"
-        self.as_user = []
-        if os.geteuid() == 0:
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-            shutil.chown(self.dir, "postgres", "postgres")
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        # Output to a file, not a pipe: a server that pg_ctl starts inherits
-        # it, and a pipe would then never reach end-of-file.
-        with open(self.dir / "pg_ctl.out", "a") as out:
-            return subprocess.run(
-                [*self.as_user, *args], stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, check=check, timeout=120,
-            )  # fmt: skip
-
-    def pg_ctl(self, *args: str, check: bool = True):
-        return self.run(str(PGBIN / "pg_ctl"), "-D", str(self.data), *args, check=check)
-
-    def create(self) -> None:
-        self.run(
-            str(PGBIN / "initdb"), "-D", str(self.data), "-U", "postgres",
-            "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8",
-        )  # fmt: skip
-        self.start()
-
-    def start(self) -> None:
-        opts = (
-            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
-            "-c max_connections=60"
-        )
-        self.pg_ctl("-o", opts, "-l", str(self.log), "-w", "-t", "30", "start")
-
-    def restart_fast(self) -> None:
-        self.pg_ctl("-m", "fast", "-l", str(self.log), "-w", "-t", "30", "restart")
-
-    def crash(self) -> None:
-        self.pg_ctl("-m", "immediate", "-w", "-t", "30", "stop")
-
-    def remove(self) -> None:
-        self.pg_ctl("-m", "immediate", "-w", "-t", "30", "stop", check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    @property
-    def url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/fault_casino"
+from _pgcluster import PGBIN, Cluster  # noqa: E402
 
 
 def restart_scenario(args, port, users, cluster, events) -> dict:
@@ -333,7 +273,7 @@ def main() -> None:
 
     # `timeout` or Ctrl-C: still stop gunicorn and remove the cluster.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
-    cluster = Cluster(args.port)
+    cluster = Cluster(args.port, database="fault_casino", prefix="casino-pgfault-")
     proc = None
     events: list[dict] = []
     try:
