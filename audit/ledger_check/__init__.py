@@ -35,20 +35,23 @@ meanwhile at a live table never look like a difference.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from django.db import transaction
 from django.db.models import Count, F, Max, Min, Q
 
 from tables.models import (
     Coup,
+    CroupierMonthRollup,
     DailyRollup,
     HouseRules,
+    SeatMonthRollup,
     Shoe,
     TableauVersion,
+    TableDayRollup,
     TableSession,
 )
-from tables.rollups import OUTCOME_FIELD
+from tables.rollups import GRAINS, OUTCOME_FIELD, month_of
 
 from .differences import LIMIT, Difference, LedgerCheck, dict_diff, diff
 from .walk import SessionWalk, empty_cell
@@ -82,6 +85,7 @@ class _Run:
         self.rules = {r.pk: r for r in HouseRules.objects.all()}
         self.tableaux = {t.pk: t.as_engine() for t in TableauVersion.objects.all()}
         self.cells: dict[tuple, dict] = {}  # rollup cells from re-settled coups
+        self.table_days: dict[tuple, dict] = {}  # (table, day, rules) rows
 
     def in_range(self, day: date) -> bool:
         c = self.check
@@ -164,3 +168,76 @@ class _Run:
                 verb="re-computed", table_id=table_id, gaming_day=day,
                 croupier_id=croupier_id))
         c.rollup_cells = len(seen | set(self.cells))
+        self.grains()
+
+    def grains(self) -> None:
+        """The coarser rollup rows the reports read (tables/rollups.py GRAINS),
+        each against the re-settled coups: a table-day per house-rules version,
+        a croupier's and a banker seat's month (months wholly inside the
+        checked period only)."""
+        c = self.check
+        months: dict = {CroupierMonthRollup: {}, SeatMonthRollup: {}}
+        for (table_id, day, croupier_id, seat), cell in self.cells.items():
+            for model, key in ((CroupierMonthRollup, (table_id, month_of(day),
+                                                      croupier_id)),
+                               (SeatMonthRollup, (table_id, month_of(day), seat))):
+                add_cell(months[model].setdefault(key, empty_cell()), cell)
+        first = last = None
+        if c.from_day is not None:
+            first = month_of(c.from_day)
+            if first != c.from_day:
+                first = month_of(first + timedelta(days=31))
+            last = month_of(c.to_day + timedelta(days=1)) - timedelta(days=1)
+            last = month_of(last) if last >= first else None
+        for grain in GRAINS[1:]:
+            model = grain.model
+            stored = model.objects.all()
+            if model is TableDayRollup:
+                expected = self.table_days
+                if c.from_day is not None:
+                    stored = stored.filter(gaming_day__range=(c.from_day, c.to_day))
+            else:
+                expected = months[model]
+                if c.from_day is not None:
+                    if last is None:
+                        continue  # no whole month in the period
+                    stored = stored.filter(month__range=(first, last))
+                    expected = {k: v for k, v in expected.items()
+                                if first <= k[1] <= last}
+            name = model._meta.verbose_name
+            seen = set()
+            for row in stored.order_by("pk"):
+                key = (row.table_id, *(getattr(row, f) for f in grain.fields))
+                values = {f: getattr(row, f) for f in ROLLUP_FIELDS}
+                want = expected.get(key)
+                if want is None and not any(values.values()):
+                    continue
+                seen.add(key)
+                want = want or empty_cell()
+                subject = f"{name} {row.pk} ({_key_words(grain, key)})"
+                for field in ROLLUP_FIELDS:
+                    if values[field] == want[field]:
+                        continue
+                    shown = (dict_diff(values[field], want[field])
+                             if field == "findings" else (values[field], want[field]))
+                    c.add(diff(subject, field, *shown, verb="re-computed",
+                               table_id=row.table_id))
+            for key in sorted(set(expected) - seen, key=str):
+                want = expected[key]
+                c.add(diff(f"{name} ({_key_words(grain, key)})", "row", "missing",
+                           f"{want['coups']} coups, commission {want['commission']}",
+                           verb="re-computed", table_id=key[0]))
+
+
+def _key_words(grain, key: tuple) -> str:
+    names = ("table", *(f.removesuffix("_id").replace("_", " ") for f in grain.fields))
+    return ", ".join(f"{n} {v}" for n, v in zip(names, key, strict=True))
+
+
+def add_cell(into: dict, cell: dict) -> None:
+    for name, value in cell.items():
+        if name == "findings":
+            for code, n in value.items():
+                into["findings"][code] = into["findings"].get(code, 0) + n
+        else:
+            into[name] += value

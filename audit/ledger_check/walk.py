@@ -205,22 +205,29 @@ class SessionWalk:
                 verb="re-derived")
 
     def rollup(self, coup, values, codes) -> None:
-        key = (self.session.table_id, coup.gaming_day, coup.entered_by_id,
-               coup.banker_seat)
-        cell = self.run_.cells.setdefault(key, empty_cell())
-        cell["coups"] += 1
-        if values["outcome"] in OUTCOME_FIELD:  # else named at the coup
-            cell[OUTCOME_FIELD[values["outcome"]]] += 1
-        cell["covered"] += values["covered"]
-        cell["covered_sq"] += values["covered"] * values["covered"]
-        cell["commission"] += values["commission"]
         rules = self.run_.rules[coup.rules_id]
         mean, var = levy_expectation_of(
             rules, self.run_.tableaux[rules.tableau_id].version, values["covered"])
-        cell["levy_mean"] += mean
-        cell["levy_var"] += var
-        for code in codes:
-            cell["findings"][code] = cell["findings"].get(code, 0) + 1
+        table_id = self.session.table_id
+        for cell in (
+            self.run_.cells.setdefault(
+                (table_id, coup.gaming_day, coup.entered_by_id, coup.banker_seat),
+                empty_cell()),
+            # the table-day row of its house-rules version (the coarser grains
+            # of a croupier's and a seat's month are sums of the cells)
+            self.run_.table_days.setdefault(
+                (table_id, coup.gaming_day, coup.rules_id), empty_cell()),
+        ):
+            cell["coups"] += 1
+            if values["outcome"] in OUTCOME_FIELD:  # else named at the coup
+                cell[OUTCOME_FIELD[values["outcome"]]] += 1
+            cell["covered"] += values["covered"]
+            cell["covered_sq"] += values["covered"] * values["covered"]
+            cell["commission"] += values["commission"]
+            cell["levy_mean"] += mean
+            cell["levy_var"] += var
+            for code in codes:
+                cell["findings"][code] = cell["findings"].get(code, 0) + 1
 
     # -- the session's turns, shoes and cagnotte -------------------------------
 

@@ -26,7 +26,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
-from tables.models import BankerTurn, Coup, DailyRollup, Stake, TableSession
+from tables.models import (
+    BankerTurn,
+    Coup,
+    DailyRollup,
+    Stake,
+    TableDayRollup,
+    TableSession,
+)
+from tables.rollups import GRAINS
 from tests.reports.conftest import DAY1, DAY2, play
 
 pytestmark = pytest.mark.django_db
@@ -240,6 +248,36 @@ def test_a_rollup_cell_changed_is_named(night):
             f"{cell.gaming_day}, croupier {cell.croupier.username}, banker seat "
             f"{cell.banker_seat}): commission stored {cell.commission - 10}, "
             f"re-computed {cell.commission}") in out
+
+
+@pytest.mark.tampers
+@pytest.mark.parametrize("model", [g.model for g in GRAINS[1:]],
+                         ids=lambda m: m.__name__)
+def test_a_report_rollup_changed_is_named(night, model):
+    """The coarser rows the reports read are checked too: a superuser's edit
+    of a table-day, a croupier's month or a seat's month is named."""
+    row = model.objects.filter(commission__gt=0).order_by("pk").first()
+    tamper(f"UPDATE {model._meta.db_table} SET commission = commission - 10, "
+           "coups = coups + 1 WHERE id = %s", [row.pk])
+
+    code, out, _ = verify()
+    assert code == 1
+    name = f"{model._meta.verbose_name} {row.pk} (table {row.table_id}, "
+    assert name in out
+    assert (f"commission stored {row.commission - 10}, re-computed "
+            f"{row.commission}") in out
+    assert f"coups stored {row.coups + 1}, re-computed {row.coups}" in out
+
+
+@pytest.mark.tampers
+def test_a_deleted_report_rollup_row_is_named(night):
+    row = TableDayRollup.objects.filter(coups__gt=0).order_by("pk").first()
+    tamper(f"DELETE FROM {TableDayRollup._meta.db_table} WHERE id = %s", [row.pk])
+
+    code, out, _ = verify()
+    assert code == 1
+    assert (f"table day rollup (table {row.table_id}, gaming day {row.gaming_day}, "
+            f"rules {row.rules_id}): row stored missing") in out
 
 
 @pytest.mark.tampers
