@@ -51,7 +51,10 @@ def chain_head_row() -> tuple[int, str] | None:
     vouches for what was committed when it was taken."""
     from .models import ChangeLog
 
-    return ChangeLog.objects.order_by("-id").values_list("id", "hash").first()
+    # The primary's head, also inside a replica.reading() block (a report's
+    # stamp): a replica may be behind.
+    return (ChangeLog.objects.using("default").order_by("-id")
+            .values_list("id", "hash").first())
 
 
 def anchor_write(row: int, digest: str, reason: str) -> Anchor:

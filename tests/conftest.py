@@ -324,6 +324,12 @@ def pytest_configure(config):
         return  # tests/chemmy can run with -p no:django: no settings to touch
     from django.conf import settings
 
+    # The suite reads "default" only: a REPORTS_DATABASE_URL in the
+    # environment is set aside (its test mirror would be a second connection,
+    # blind to a test's open transaction). tests/replica/ starts a real
+    # primary and streaming replica of its own.
+    settings.DATABASES.pop("reports", None)
+
     # Real hashing costs ~0.3 s a user; the tests are about the casino, not PBKDF2.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

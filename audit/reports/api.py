@@ -19,6 +19,7 @@ from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from casino import replica
 from casino.roles import Can
 
 from . import reaudit as reaudit_services
@@ -155,9 +156,12 @@ class CommissionView(APIView):
         q.is_valid(raise_exception=True)
         v = q.validated_data
         start, end = services.check_period(v["from_day"], v["to_day"])
-        report = commission_report(from_day=start, to_day=end,
-                                   group_by=v["group_by"], table_ids=v["tables"])
-        return Response(report_json(report))
+        # From the replica when there is one, saying how far its data goes.
+        with replica.reading(), replica.snapshot() as position:
+            report = commission_report(from_day=start, to_day=end,
+                                       group_by=v["group_by"], table_ids=v["tables"])
+        return Response({**report_json(report),
+                         "data_position": position.as_dict()})
 
 
 class OddsView(APIView):

@@ -71,6 +71,9 @@ class ReportJob(models.Model):
     file_size = models.PositiveBigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
     stamp = models.JSONField(default=dict)
+    # How far the data the report read goes (casino.replica.Position): the
+    # last coup visible, and the replica's lag when it read a replica.
+    data_position = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-id"]

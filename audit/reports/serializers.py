@@ -36,7 +36,7 @@ class ReportJobSerializer(serializers.ModelSerializer):
             "id", "kind", "format", "params", "source", "status", "percent", "rows",
             "rows_expected", "error", "requested_by", "requested_at", "dispatched_at",
             "started_at", "finished_at", "attempts", "file_size", "sha256", "stamp",
-            "status_url", "download_url",
+            "data_position", "status_url", "download_url",
         ]
 
     def get_status_url(self, job) -> str:

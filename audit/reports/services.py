@@ -243,24 +243,45 @@ def report_fail(*, job_id: int, error: str, attempt: int | None = None) -> Repor
     return job
 
 
+def _read_position(job: ReportJob, position) -> dict:
+    """Keep how far the data goes on the job (its API shows it from now on)
+    and return the line the report's stamp prints."""
+    ReportJob.objects.filter(pk=job.pk, attempts=job.attempts).update(
+        data_position=position.as_dict())
+    return {"data_position": position.text()}
+
+
 def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
+    """The report's data is read from the replica when there is one
+    (casino/replica.py), in one snapshot with its position; the job's rows,
+    progress and file stay on the primary."""
+    from casino import replica
+
     from . import detail, pdf, sheets, writers
 
+    # Read on the primary: a lagging replica may not have the user yet.
     user = job.requested_by
     if job.kind == ReportJob.Kind.COUPS:
-        stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
-                                  rules=_rules(job.params))
-        expected = detail.coups_expected(job.params)
-        ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
-        rows = detail.write_coups_csv(
-            job.params, path, stamp=stamp,
-            progress=lambda n: report_progress(job.pk, rows=n, expected=expected,
-                                               attempt=job.attempts),
-        )
+        # The rows stream to the file as they are read: one snapshot for both.
+        with replica.reading(), replica.snapshot() as position:
+            stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
+                                      rules=_rules(job.params))
+            stamp.update(_read_position(job, position))
+            expected = detail.coups_expected(job.params)
+            ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
+            rows = detail.write_coups_csv(
+                job.params, path, stamp=stamp,
+                progress=lambda n: report_progress(job.pk, rows=n, expected=expected,
+                                                   attempt=job.attempts),
+            )
         return rows, stamp
     build = (sheets.commission_document if job.kind == ReportJob.Kind.COMMISSION
              else sheets.findings_document)
-    doc = build(params=job.params, user=user)
+    # Everything is read before the first row is written: the snapshot (a
+    # transaction on the replica) ends before the file is laid out.
+    with replica.reading(), replica.snapshot() as position:
+        doc = build(params=job.params, user=user)
+    doc.stamp.update(_read_position(job, position))
     # The data is read: the rows to write are known before the first is
     # written, and progress is counted against them as the writer goes.
     expected = sum(len(s.rows) for s in doc.sheets)

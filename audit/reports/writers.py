@@ -56,6 +56,8 @@ def stamp_lines(stamp: dict) -> list[tuple[str, str]]:
     ]
     if stamp.get("trail_anchor"):
         lines.append(("trail anchor", stamp["trail_anchor"]))
+    if stamp.get("data_position"):  # casino.replica.Position.text()
+        lines.append(("data", stamp["data_position"]))
     return lines
 
 

@@ -36,10 +36,11 @@ from datetime import date
 from decimal import Decimal
 
 import numpy as np
-from django.db import connection
+from django.db import connections
 
 from audit.reports.expectation import rules_play
 from audit.reports.odds import house_odds, levy
+from casino.replica import read_alias
 from tables.models import BankerTurn, Coup, Finding, HouseRules, Shoe, TableSession
 from tables.services.coups import tableau_for
 
@@ -94,7 +95,9 @@ def _sql(table_ids) -> tuple[str, list]:
 def _chunks(from_day: date, to_day: date, table_ids) -> Iterator[list[tuple]]:
     """The period's coups (every revision), CHUNK rows at a time, as tuples
     in FIELDS order with numbers ready for numpy."""
-    if connection.vendor == "postgresql":
+    # The replica inside a replica.reading() block (runs._pipeline), else
+    # the primary: the ORM's router decides the same for the other queries.
+    if connections[read_alias()].vendor == "postgresql":
         yield from _pg_chunks(from_day, to_day, table_ids)
     else:
         yield from _orm_chunks(from_day, to_day, table_ids)
@@ -102,7 +105,7 @@ def _chunks(from_day: date, to_day: date, table_ids) -> Iterator[list[tuple]]:
 
 def _pg_chunks(from_day: date, to_day: date, table_ids) -> Iterator[list[tuple]]:
     sql, params = _sql(table_ids)
-    with connection.chunked_cursor() as cur:
+    with connections[read_alias()].chunked_cursor() as cur:
         cur.execute(sql, [from_day, to_day, *params])
         while chunk := cur.fetchmany(CHUNK):
             yield chunk

@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.reports.services import check_period as report_period
+from casino import replica
 from casino.celery import publish
 from casino.changelog import log_action
 from casino.roles import has_capability
@@ -175,11 +176,14 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     nightly = run.source == SurveillanceRun.Source.NIGHTLY
     first = run.from_day - timedelta(days=NIGHTLY_CUSUM_DAYS - 1) if nightly \
         else run.from_day
-    window, shoes = collect.collect(
-        from_day=first, to_day=run.to_day, table_ids=run.tables or None,
-        progress=lambda done, total: progress(
-            run.pk, run.attempts, stage="collect",
-            percent=int(40 * done / total) if total else 0))
+    # Read from the replica when there is one (casino/replica.py), in one
+    # snapshot with how far its data goes; progress is written on the primary.
+    with replica.reading(), replica.snapshot() as position:
+        window, shoes = collect.collect(
+            from_day=first, to_day=run.to_day, table_ids=run.tables or None,
+            progress=lambda done, total: progress(
+                run.pk, run.attempts, stage="collect",
+                percent=int(40 * done / total) if total else 0))
     rows = window
     if first < run.from_day and len(window):
         rows = window.take(window.day >= run.from_day.toordinal())
@@ -195,6 +199,7 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     t2 = time.perf_counter()
     overview = summary.build(rows, shoes, report, cusum_rows=window)
     overview["cusum_from"] = first.isoformat()
+    overview["data_position"] = position.as_dict()
     with transaction.atomic():
         current = (SurveillanceRun.objects.select_for_update().get(pk=run.pk))
         if current.status != Status.RUNNING or current.attempts != run.attempts:
