@@ -1,32 +1,55 @@
-"""Selectors: the commission report, read from the daily rollups.
+"""Selectors: the commission report, read from the rollups, never the coups.
 
-A year over 10M coups is a few thousand rollup cells (table x gaming day x
-croupier x banker seat), so the counts, turnover and commission are a couple
-of GROUP BY queries over those, never over the coups. The expected commission
-and its band are exact per coup (expectation.py): each coup's levy under its
-own house-rules version, on the covered amount actually played. That reads the
-period's current coups once, grouped by (table, gaming day, rules version,
-tableau, covered amount[, croupier or banker seat]): stakes come in round
-amounts, so a table-day is a few dozen groups, and each distinct (version,
-covered) is rounded once.
+Each coup adds, in its own transaction, to one row of every rollup grain
+(tables/rollups.py GRAINS). The report reads the grain its question needs:
+- a table-day per house-rules version (TableDayRollup): the table and gaming
+  day groupings, the total, the day chart, the band flags of each table-day
+  and the coups played under each version;
+- a croupier's or a banker seat's month (CroupierMonthRollup,
+  SeatMonthRollup) for the months the period covers whole, and the finest
+  cells (DailyRollup) for the days of a month it cuts.
+A year is a few thousand table-day rows and a few hundred month rows, however
+many coups they sum, so the report's time does not grow with the coups. The
+band test of each table-day runs in the database and only the cells outside
+their band come back. The expected commission and its band are each coup's
+expected levy under its own house rules, summed as it was written
+(tables/rollups.py levy_expectation).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.db import connection, transaction
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import (
+    DecimalField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+)
 
 from audit.models import CagnotteCount
-from tables.models import Coup, DailyRollup, HouseRules, Table
-from tables.rollups import PLACES
+from tables.models import (
+    CroupierMonthRollup,
+    DailyRollup,
+    HouseRules,
+    SeatMonthRollup,
+    Table,
+    TableDayRollup,
+)
+from tables.rollups import PLACES, month_of
 from tables.services import gaming_day_for
 
-from .expectation import CENT, Expectation
+from .expectation import CENT, Z95, Expectation
 
 GROUPS = {
     "table": "table_id",
@@ -79,13 +102,9 @@ class CommissionReport:
     group_by: str
     rows: list[Row]
     total: Row
-    cells: list[Row]  # table x gaming day, for the band flags
+    flagged: list[Row]  # the table-days outside their band
     days: list[Row]  # gaming day totals, for the chart
     rules: list[dict]  # house rules in force over the period
-
-    @property
-    def flagged(self) -> list[Row]:
-        return [c for c in self.cells if c.outside]
 
     @property
     def finding_codes(self) -> list[str]:
@@ -111,33 +130,22 @@ def rules_periods(table_ids) -> dict[int, list[tuple[date, HouseRules]]]:
     return out
 
 
-PART_COLUMN = {"croupier": "entered_by_id", "banker": "banker_seat"}
-
-
 @dataclass
 class Expectations:
-    """Per table-day cell, and per part of a croupier / banker grouping, the
-    expectation of the period's coups; per rules version, its coups."""
+    """Per house-rules version, the period's coups played under it and the
+    gaming days they span (the report's stamp)."""
 
-    cells: dict[tuple, Expectation] = field(default_factory=dict)
-    parts: dict[object, Expectation] = field(default_factory=dict)
     used: dict[int, dict] = field(default_factory=dict)
     rules: dict[int, HouseRules] = field(default_factory=dict)
 
 
-def coup_expectations(from_day: date, to_day: date, table_ids) -> Expectations:
-    """Per house-rules version, the period's coups played under it and the
-    days they span (for the report's stamp). The expectation itself is summed
-    in the rollups as each coup is written, under the coup's own version
-    (tables/rollups.py levy_expectation): the report never weighs coups."""
-    coups = Coup.objects.filter(revision=1, gaming_day__gte=from_day,
-                                gaming_day__lte=to_day)
-    if table_ids:
-        coups = coups.filter(shoe__session__table_id__in=table_ids)
+def versions_used(days) -> Expectations:
+    """From the table-day rows (one per house-rules version played that day):
+    each version's coups, first and last gaming day."""
     out = Expectations()
     for rules_id, n, first, last in (
-        coups.values("rules_id").annotate(n=Count("id"), first=Min("gaming_day"),
-                                          last=Max("gaming_day"))
+        days.filter(coups__gt=0).values("rules_id")
+        .annotate(n=Sum("coups"), first=Min("gaming_day"), last=Max("gaming_day"))
         .values_list("rules_id", "n", "first", "last").order_by()
     ):
         out.used[rules_id] = {"coups": n, "first": _day(first), "last": _day(last)}
@@ -155,7 +163,8 @@ SUMS = {"s_coups": Sum("coups"), "s_bw": Sum("banker_wins"),
 
 def _sums(base, columns: list[str]):
     """Rows of (*columns, coups, banker_wins, punter_wins, ties, covered,
-    commission, covered_sq), summed per group in one query."""
+    commission, covered_sq, levy_mean, levy_var), summed per group in one
+    query."""
     return (base.values(*columns).annotate(**SUMS)
             .values_list(*columns, *SUMS).order_by(*columns))
 
@@ -204,75 +213,134 @@ def commission_report(
     group_by: str = "table",
     table_ids: list[int] | None = None,
 ) -> CommissionReport:
+    # One transaction: every query sees the same rollups.
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # A year is ~200k rollup cells: let the GROUP BY hash them in
-            # memory instead of spilling batches to disk (4 MB default).
-            with connection.cursor() as cur:
-                cur.execute("SET LOCAL work_mem = '64MB'")
         return _commission_report(from_day=from_day, to_day=to_day,
-                                  group_by=group_by, table_ids=table_ids)
+                                  group_by=group_by, table_ids=table_ids or None)
 
 
 def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionReport:
-    base = DailyRollup.objects.filter(gaming_day__gte=from_day, gaming_day__lte=to_day)
-    if table_ids:
-        base = base.filter(table_id__in=table_ids)
-    periods = rules_periods(table_ids or None)
-    expect = coup_expectations(from_day, to_day, table_ids or None)
+    days_q = _rows(TableDayRollup, "gaming_day", from_day, to_day, table_ids)
+    counts = CagnotteSums(from_day, to_day, table_ids)
 
-    # 1. table x gaming day cells: the band flags, the chart, cagnotte counts
-    column = GROUPS[group_by]
-    # a croupier / banker grouping is summed per group (its expectation is
-    # each coup's own, from coup_expectations)
-    parts = None if group_by in ("table", "gaming_day") else [column]
-    raw, part_rows, cell_codes, part_codes = _scan(base, from_day, to_day,
-                                                   table_ids, parts)
-    counts = cagnotte_counts(from_day, to_day, table_ids)
-    names = _labels("table", {r[0] for r in raw} | {k[0] for k in counts})
-    cells: dict[tuple, Row] = {}
-    for r in raw:
-        key = (r[0], r[1])
-        cells[key] = _row(key, f"{names.get(r[0], r[0])} {r[1].isoformat()}", r[2:])
-    for key, (counted, variance) in counts.items():
-        cell = cells.get(key) or cells.setdefault(
-            key, Row(key, f"{names.get(key[0], key[0])} {key[1].isoformat()}"))
-        cell.counted, cell.cagnotte_variance = counted, variance
-    for key, codes in cell_codes.items():
-        if key in cells:
-            cells[key].findings = codes
-
-    # 2. the requested grouping
-    groups: dict = {}
-    if group_by in ("table", "gaming_day"):
-        index = 0 if group_by == "table" else 1
-        for key, cell in cells.items():
-            _fold(groups.setdefault(key[index], Row(key[index], "")), cell)
-    else:
-        for r in part_rows:
-            part = _row(r[0], "", r[len(parts):])
-            _fold(groups.setdefault(r[0], Row(r[0], "")), part)
-        for key, codes in part_codes.items():
-            if key[0] in groups:
-                groups[key[0]].findings = codes
-    labels = _labels(group_by, list(groups))
-    for r in groups.values():
-        r.label = str(labels.get(r.key, r.key))
-    if group_by == "gaming_day":
-        rows = sorted(groups.values(), key=lambda r: r.key)
-    else:
-        rows = sorted(groups.values(), key=lambda r: r.label)
+    # the day chart and the total: one row per gaming day
+    days = [_row(_day(v[0]), _day(v[0]).isoformat(), v[1:])
+            for v in _sums(days_q, ["gaming_day"])]
+    _attach(days, findings_by(days_q, ["gaming_day"]), counts.by("gaming_day"))
     total = Row("total", "Total")
-    days: dict[date, Row] = {}
-    for (_, day), cell in sorted(cells.items(), key=lambda kv: kv[0][1]):
-        _fold(total, cell)
-        _fold(days.setdefault(day, Row(day, day.isoformat())), cell)
+    for d in days:
+        _fold(total, d)
+
+    # the requested grouping
+    if group_by == "gaming_day":
+        rows = days
+    elif group_by == "table":
+        rows = [_row(v[0], "", v[1:]) for v in _sums(days_q, ["table_id"])]
+        _attach(rows, findings_by(days_q, ["table_id"]), counts.by("table_id"))
+    else:
+        rows = _part_rows(GROUPS[group_by], from_day, to_day, table_ids)
+    labels = _labels(group_by, [r.key for r in rows])
+    for r in rows:
+        r.label = str(labels.get(r.key, r.key))
+    if group_by != "gaming_day":
+        rows = sorted(rows, key=lambda r: r.label)
+
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
-        cells=sorted(cells.values(), key=lambda c: (c.key[1], c.label)),
-        days=list(days.values()),
-        rules=rules_used(rules_in_force(periods, from_day, to_day), expect),
+        flagged=_flagged(days_q, counts), days=days,
+        rules=rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
+                         versions_used(days_q)),
     )
+
+
+def _rows(model, day_column: str, first: date, last: date, table_ids):
+    rows = model.objects.filter(**{f"{day_column}__gte": first,
+                                   f"{day_column}__lte": last})
+    if table_ids:
+        rows = rows.filter(table_id__in=table_ids)
+    return rows
+
+
+def _attach(rows: list[Row], findings: dict, counted: dict) -> None:
+    for r in rows:
+        r.findings = findings.get((r.key,), {})
+        if r.key in counted:
+            r.counted, r.cagnotte_variance = counted[r.key]
+
+
+def whole_months(first: date, last: date) -> tuple[date, date] | None:
+    """The first days of the first and last months the period covers whole,
+    or None when it covers none."""
+    start = month_of(first)
+    if start != first:
+        start = month_of(start + timedelta(days=31))
+    end = month_of(month_of(last + timedelta(days=1)) - timedelta(days=1))
+    return (start, end) if end >= start else None
+
+
+def _part_rows(column: str, from_day: date, to_day: date, table_ids) -> list[Row]:
+    """A croupier or banker seat grouping: the months the period covers whole
+    from their month rows, the days of a month it cuts from the finest cells."""
+    model = CroupierMonthRollup if column == "croupier_id" else SeatMonthRollup
+    months = whole_months(from_day, to_day)
+    sources = []
+    if months is None:
+        sources.append(_rows(DailyRollup, "gaming_day", from_day, to_day, table_ids))
+    else:
+        first, last = months
+        sources.append(_rows(model, "month", first, last, table_ids))
+        if from_day < first:
+            sources.append(_rows(DailyRollup, "gaming_day", from_day,
+                                 first - timedelta(days=1), table_ids))
+        after = month_of(last + timedelta(days=31))
+        if after <= to_day:
+            sources.append(_rows(DailyRollup, "gaming_day", after, to_day, table_ids))
+    groups: dict = {}
+    for source in sources:
+        for v in _sums(source, [column]):
+            _fold(groups.setdefault(v[0], Row(v[0], "")), _row(v[0], "", v[1:]))
+        for (key,), codes in findings_by(source, [column]).items():
+            into = groups[key].findings
+            for code, n in codes.items():
+                into[code] = into.get(code, 0) + n
+    return list(groups.values())
+
+
+def _flagged(days_q, counts: CagnotteSums) -> list[Row]:
+    """The table-days whose commission lies outside its 95 % band, tested in
+    the database: (commission - mean)^2 > 1.96^2 variance, exact in NUMERIC
+    on PostgreSQL (the same test as Expectation.outside); only those rows come
+    back, with their findings and cagnotte counts."""
+    gap = F("s_commission") - F("s_lm")
+    cells = (days_q.values("table_id", "gaming_day").annotate(**SUMS)
+             .annotate(gap2=ExpressionWrapper(gap * gap, output_field=DecimalField()),
+                       limit=ExpressionWrapper(Value(Z95 * Z95) * F("s_lv"),
+                                               output_field=DecimalField()))
+             .filter(s_lv__gt=0, gap2__gt=F("limit"))
+             .values_list("table_id", "gaming_day", *SUMS)
+             .order_by("gaming_day", "table_id"))
+    rows = [_row((v[0], _day(v[1])), "", v[2:]) for v in cells]
+    # SQLite compares doubles: keep only what the exact test says
+    rows = [r for r in rows if r.outside]
+    if not rows:
+        return []
+    names = _labels("table", {r.key[0] for r in rows})
+    keys = [r.key for r in rows]
+    findings = findings_by(days_q.filter(_cells(keys)), ["table_id", "gaming_day"])
+    counted = counts.cells(keys)
+    for r in rows:
+        r.label = f"{names.get(r.key[0], r.key[0])} {r.key[1].isoformat()}"
+        r.findings = findings.get(r.key, {})
+        if r.key in counted:
+            r.counted, r.cagnotte_variance = counted[r.key]
+    return sorted(rows, key=lambda r: (r.key[1], r.label))
+
+
+def _cells(keys) -> Q:
+    q = Q(pk__in=[])
+    for table_id, day in keys:
+        q |= Q(table_id=table_id, gaming_day=day)
+    return q
 
 
 def _fold(into: Row, cell: Row) -> None:
@@ -292,90 +360,21 @@ def _fold(into: Row, cell: Row) -> None:
         )
 
 
-def _scan(base, from_day, to_day, table_ids, parts):
-    """Sums and finding counts per table-day cell, and per part of the
-    requested grouping. On PostgreSQL each is one scan of the rollups
-    (GROUPING SETS); elsewhere one query per grouping."""
-    cell_cols = ["table_id", "gaming_day"]
-    if connection.vendor != "postgresql":
-        cells = list(_sums(base, cell_cols))
-        cell_codes = findings_by(from_day, to_day, table_ids, cell_cols)
-        if parts is None:
-            return cells, [], cell_codes, {}
-        return (cells, list(_sums(base, parts)), cell_codes,
-                findings_by(from_day, to_day, table_ids, parts[:1]))
-    where, params = _where(from_day, to_day, table_ids)
-    table = DailyRollup._meta.db_table
-    sets = "(r.table_id, r.gaming_day)"
-    cols = "r.table_id, r.gaming_day"
-    flag = "0"
-    if parts is not None:
-        sets += ", (" + ", ".join(f"r.{c}" for c in parts) + ")"
-        cols += f", r.{parts[0]}"
-        flag = f"GROUPING(r.{parts[0]})"
-    cells, part_rows = [], []
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT {flag}, {cols}, SUM(r.coups), SUM(r.banker_wins), "
-            f"SUM(r.punter_wins), SUM(r.ties), SUM(r.covered), SUM(r.commission), "
-            f"SUM(r.covered_sq), SUM(r.levy_mean), SUM(r.levy_var) "
-            f"FROM {table} r WHERE {where} "
-            f"GROUP BY GROUPING SETS ({sets})", params)
-        for row in cur.fetchall():
-            if parts is None or row[0] == 1:
-                cells.append((row[1], row[2], *row[-9:]))
-            else:
-                key = {"table_id": row[1], "gaming_day": row[2], parts[0]: row[3]}
-                part_rows.append((*(key[c] for c in parts), *row[-9:]))
-        cur.execute(
-            f"SELECT {flag}, {cols}, j.key, SUM(CAST(j.value AS integer)) "
-            f"FROM {table} r, jsonb_each_text(r.findings) j "
-            f"WHERE {where} AND r.findings <> '{{}}'::jsonb "
-            f"GROUP BY GROUPING SETS ("
-            + ", ".join(f"({c}, j.key)" for c in
-                        ["r.table_id, r.gaming_day"]
-                        + ([f"r.{parts[0]}"] if parts is not None else []))
-            + ")", params)
-        cell_codes: dict = defaultdict(dict)
-        part_codes: dict = defaultdict(dict)
-        for row in cur.fetchall():
-            if not row[-1]:
-                continue
-            if parts is None or row[0] == 1:
-                cell_codes[(row[1], row[2])][row[-2]] = int(row[-1])
-            else:
-                part_codes[(row[3],)][row[-2]] = int(row[-1])
-    part_rows.sort(key=lambda r: r[: len(parts)] if parts else ())
-    return cells, part_rows, cell_codes, part_codes
-
-
-def _where(from_day, to_day, table_ids) -> tuple[str, list]:
-    where = "r.gaming_day >= %s AND r.gaming_day <= %s"
-    params: list = [from_day, to_day]
-    if table_ids:
-        where += f" AND r.table_id IN ({', '.join(['%s'] * len(table_ids))})"
-        params += list(table_ids)
-    return where, params
-
-
-def findings_by(from_day, to_day, table_ids, columns: list[str]
-                ) -> dict[tuple, dict[str, int]]:
-    """Sum the rollups' {code: n} maps per group, in the database (json_each);
-    only the cells with findings are read."""
+def findings_by(rows, columns: list[str]) -> dict[tuple, dict[str, int]]:
+    """Sum the rollup rows' {code: n} maps per group, in the database
+    (jsonb_each / json_each); only the rows with findings are read."""
+    sql, params = rows.filter(~Q(findings={})).values("id").query.sql_with_params()
+    table = rows.model._meta.db_table
     cols = ", ".join(f"r.{c}" for c in columns)
-    where, params = _where(from_day, to_day, table_ids)
     if connection.vendor == "postgresql":
         each, value = "jsonb_each_text(r.findings)", "CAST(j.value AS integer)"
-        where += " AND r.findings <> '{}'::jsonb"
     else:
         each, value = "json_each(r.findings)", "j.value"
-    sql = (
-        f"SELECT {cols}, j.key, SUM({value}) FROM {DailyRollup._meta.db_table} r, "
-        f"{each} j WHERE {where} GROUP BY {cols}, j.key"
-    )
     out: dict[tuple, dict[str, int]] = defaultdict(dict)
     with connection.cursor() as cur:
-        cur.execute(sql, params)
+        cur.execute(
+            f"SELECT {cols}, j.key, SUM({value}) FROM {table} r, {each} j "
+            f"WHERE r.id IN ({sql}) GROUP BY {cols}, j.key", params)
         for row in cur.fetchall():
             key = tuple(_day(v) for v in row[: len(columns)])
             if int(row[-1]):
@@ -388,23 +387,43 @@ def _day(v):
     return date.fromisoformat(v) if isinstance(v, str) else v
 
 
-def cagnotte_counts(from_day, to_day, table_ids) -> dict[tuple, tuple]:
-    """(table, gaming day) -> (counted, counted - computed), from the latest
-    count of each session of that gaming day (a recount replaces a count)."""
-    qs = CagnotteCount.objects.filter(
-        session__gaming_day__gte=from_day, session__gaming_day__lte=to_day
-    )
-    if table_ids:
-        qs = qs.filter(session__table_id__in=table_ids)
-    latest: dict[int, CagnotteCount] = {}
-    for c in qs.select_related("session").order_by("session_id", "counted_at", "id"):
-        latest[c.session_id] = c
-    out: dict[tuple, tuple] = {}
-    for c in latest.values():
-        key = (c.session.table_id, c.session.gaming_day)
-        counted, variance = out.get(key, (Decimal("0"), Decimal("0")))
-        out[key] = (counted + c.counted, variance + c.variance)
-    return out
+class CagnotteSums:
+    """The cagnotte counted and its variance (counted - computed), from the
+    latest count of each session (a recount replaces a count), summed in the
+    database per table, per gaming day, or for some table-days."""
+
+    def __init__(self, from_day, to_day, table_ids):
+        later = CagnotteCount.objects.filter(session=OuterRef("session")).filter(
+            Q(counted_at__gt=OuterRef("counted_at"))
+            | Q(counted_at=OuterRef("counted_at"), pk__gt=OuterRef("pk")))
+        qs = CagnotteCount.objects.filter(
+            ~Exists(later), session__gaming_day__gte=from_day,
+            session__gaming_day__lte=to_day)
+        if table_ids:
+            qs = qs.filter(session__table_id__in=table_ids)
+        self.latest = qs
+
+    def by(self, column: str) -> dict:
+        path = f"session__{column}"
+        return {_day(k): (_money(c), _money(v)) for k, c, v in (
+            self.latest.values(path).annotate(c=Sum("counted"), v=Sum("variance"))
+            .values_list(path, "c", "v").order_by())}
+
+    def cells(self, keys) -> dict:
+        q = Q(pk__in=[])
+        for table_id, day in keys:
+            q |= Q(session__table_id=table_id, session__gaming_day=day)
+        rows = (self.latest.filter(q)
+                .values("session__table_id", "session__gaming_day")
+                .annotate(c=Sum("counted"), v=Sum("variance"))
+                .values_list("session__table_id", "session__gaming_day", "c", "v")
+                .order_by())
+        return {(t, _day(d)): (_money(c), _money(v)) for t, d, c, v in rows}
+
+
+def _money(v) -> Decimal:
+    v = _dec(v)
+    return v if v.as_tuple().exponent == -2 else v.quantize(CENT)
 
 
 def rules_in_force(periods, from_day: date, to_day: date) -> list[dict]:

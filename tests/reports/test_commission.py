@@ -11,9 +11,15 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from audit.models import CagnotteCount
-from audit.reports.expectation import p_banker, p_banker_play, rules_play
+from audit.reports.expectation import Expectation, p_banker, p_banker_play, rules_play
 from audit.reports.selectors import commission_report
-from tables.models import Coup, DailyRollup, Finding, Table, TableSession
+from tables.models import (
+    Coup,
+    Finding,
+    Table,
+    TableDayRollup,
+    TableSession,
+)
 from tables.rollups import current_coups
 from tables.services import house_rules_change
 
@@ -117,13 +123,22 @@ def test_a_cell_outside_the_band_is_flagged(croupier):
     play(croupier, DAY1, seed=5, prefix="Band")
     play(croupier, DAY2, seed=6, prefix="Band")
     table = Table.objects.get(name="Band 5-1")
-    DailyRollup.objects.filter(table=table, gaming_day=DAY1).update(
+    assert commission_report(from_day=DAY1, to_day=DAY2).flagged == []
+    # the report's table-day row (its grain for the band)
+    TableDayRollup.objects.filter(table=table, gaming_day=DAY1).update(
         commission=Decimal("0.10"))
     report = commission_report(from_day=DAY1, to_day=DAY2)
     assert [c.key for c in report.flagged] == [(table.pk, DAY1)]
     bad = report.flagged[0]
     assert bad.z < Decimal("-1.96") and bad.outside
     assert bad.label == f"{table.name} {DAY1.isoformat()}"
+    assert bad.commission == Decimal("0.10") and bad.coups > 0
+    # every flagged cell is outside, every other cell inside, by the exact
+    # test in Python (Expectation.outside) over the same rows
+    every = [(r.table_id, r.gaming_day, r) for r in TableDayRollup.objects.all()]
+    outside = sorted((t, d) for t, d, r in every
+                     if Expectation(r.levy_mean, r.levy_var).outside(r.commission))
+    assert outside == [(table.pk, DAY1)]
 
 
 @pytest.mark.tampers  # writes records directly, not through the services
@@ -180,3 +195,66 @@ def test_an_empty_period_is_an_empty_report(db):
     report = commission_report(from_day=DAY1, to_day=DAY1)
     assert report.rows == [] and report.total.coups == 0
     assert report.total.expected == 0 and not report.flagged
+
+
+@pytest.fixture
+def months(croupier, croupier2):
+    """Coups on both sides of two month boundaries: Feb 27, Mar 1, Mar 31,
+    Apr 1 and Apr 30 of 2025, two croupiers, a few false draws."""
+    from datetime import date
+
+    days = [date(2025, 2, 27), date(2025, 3, 1), date(2025, 3, 31),
+            date(2025, 4, 1), date(2025, 4, 30)]
+    for i, day in enumerate(days):
+        play(croupier if i % 2 else croupier2, day, seed=40 + i, rate=0.05,
+             prefix=f"M{i}")
+    return days
+
+
+def _coup_groups(column: str, first, last) -> dict:
+    coups = Coup.objects.filter(gaming_day__gte=first, gaming_day__lte=last)
+    key = {"croupier": "entered_by_id", "banker": "banker_seat"}[column]
+    return {k: (n, c) for k, n, c in coups.values(key).annotate(
+        n=Count("id"), c=Sum("commission")).values_list(key, "n", "c")}
+
+
+@pytest.mark.parametrize("group_by", ["croupier", "banker"])
+@pytest.mark.parametrize("period", [
+    ("2025-02-27", "2025-04-30"),  # a cut month, two whole months
+    ("2025-02-28", "2025-03-31"),  # a cut day of February, March whole
+    ("2025-03-01", "2025-03-31"),  # one whole month
+    ("2025-03-02", "2025-04-01"),  # no whole month: the cells only
+    ("2025-03-31", "2025-04-30"),  # a cut day of March, April whole
+])
+def test_croupier_and_banker_groupings_across_months(months, group_by, period):
+    """The months a period covers whole come from their month rows, the cut
+    days from the cells: the sums equal the coups', whatever the cut."""
+    from datetime import date
+
+    first, last = (date.fromisoformat(d) for d in period)
+    report = commission_report(from_day=first, to_day=last, group_by=group_by)
+    got = {r.key: (r.coups, r.commission) for r in report.rows}
+    assert got == _coup_groups(group_by, first, last)
+    n, _, commission = _db_totals(gaming_day__gte=first, gaming_day__lte=last)
+    assert (report.total.coups, report.total.commission) == (n, commission)
+    codes = dict(Finding.objects.filter(
+        coup__gaming_day__gte=first, coup__gaming_day__lte=last,
+    ).values_list("code").annotate(n=Count("id")))
+    assert report.total.findings == codes
+    assert {c: sum(r.findings.get(c, 0) for r in report.rows) for c in codes} == codes
+
+
+def test_whole_months():
+    from datetime import date
+
+    from audit.reports.selectors import whole_months
+
+    d = date.fromisoformat
+    assert whole_months(d("2025-01-01"), d("2025-12-31")) == (d("2025-01-01"),
+                                                              d("2025-12-01"))
+    assert whole_months(d("2025-01-02"), d("2025-12-30")) == (d("2025-02-01"),
+                                                              d("2025-11-01"))
+    assert whole_months(d("2025-02-01"), d("2025-02-28")) == (d("2025-02-01"),
+                                                              d("2025-02-01"))
+    assert whole_months(d("2024-02-01"), d("2024-02-28")) is None  # leap year
+    assert whole_months(d("2025-01-15"), d("2025-02-14")) is None
