@@ -1,17 +1,22 @@
-"""Reports at scale: the year commission report from rollups at 1M vs 10M coups,
-and the streamed detail CSV export of 1M coups (time, peak memory).
+"""Reports at scale: the year commission report, every grouping, at 1M, 10M
+and 100M coups, and the streamed detail CSV export of 1M coups (time, peak
+memory, size).
 
     .venv/bin/python bench/bench_reports.py [--sizes 1000000,10000000]
+                                            [--rollups-only 100000000]
 
 A dedicated PostgreSQL database (bench_reports, dropped and re-created) is
 filled server-side (INSERT ... SELECT generate_series: the same bulk path as
 COPY, without shipping rows through Python) with a year of coups: 20 tables x
 365 gaming days, 3 croupiers, 9 banker seats, outcomes drawn with the game's
 odds, 0.3 % of coups with a false_draw finding. The rollups are then built
-from the coups in SQL (one GROUP BY), as `rollup_rebuild` would. Growing from
-1M to 10M adds coups to the same table-days, so the rollup cells stay the same
-(~197k): the report's time should stay flat, while a plain GROUP BY over the
-coups grows with them. Results go to var/bench/reports.json.
+from the coups in SQL (one GROUP BY per grain), as the coup path adds to them.
+Growing from 1M to 10M adds coups to the same table-days, so the rollup rows
+stay the same (~197k cells, 7,300 table-days, 720 croupier months, 2,160 seat
+months): the report's time should stay flat, while a plain GROUP BY over the
+coups grows with them. 100M coups (40 GB of coup rows) are timed from the
+rollups they would leave, written straight (fill_rollups): the report reads
+nothing else. Results go to var/bench/reports.json.
 """
 
 from __future__ import annotations
@@ -167,7 +172,7 @@ def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers, *,
     return time.perf_counter() - began
 
 
-def build_rollups() -> float:
+def build_rollups(rules_id: int | None = None) -> float:
     """The rollups from the coups, in SQL (what rollup_apply keeps up to date
     coup by coup)."""
     from django.db import connection
@@ -219,17 +224,126 @@ def build_rollups() -> float:
               s.levy_mean, s.levy_var, coalesce(codes.findings, '{{}}'::jsonb)
             FROM sums s LEFT JOIN codes USING (table_id, gaming_day, croupier,
                                                banker_seat)""")
+    if rules_id is None:  # the floor plays one version: its coups say which
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT rules_id FROM {c} LIMIT 1")
+            rules_id = (cur.fetchone() or [0])[0]
+    return derive_grains(rules_id) + time.perf_counter() - start
+
+
+def derive_grains(rules_id: int) -> float:
+    """The coarser grains the reports read (tables/rollups.py GRAINS) from the
+    cells, in SQL: what the coup path adds to each as it writes a coup (the
+    bench's floor plays one house-rules version)."""
+    from django.db import connection
+
+    from tables.models import (
+        CroupierMonthRollup,
+        DailyRollup,
+        SeatMonthRollup,
+        TableDayRollup,
+    )
+
+    daily = DailyRollup._meta.db_table
+    month = "date_trunc('month', gaming_day)::date"
+    grains = (
+        (TableDayRollup, ("gaming_day", "rules_id"), ("gaming_day", str(rules_id))),
+        (CroupierMonthRollup, ("month", "croupier_id"), (month, "croupier_id")),
+        (SeatMonthRollup, ("month", "banker_seat"), (month, "banker_seat")),
+    )
+    sums = ("coups", "banker_wins", "punter_wins", "ties", "covered", "covered_sq",
+            "commission", "levy_mean", "levy_var")
+    start = time.perf_counter()
+    with connection.cursor() as cur:
+        for model, cols, exprs in grains:
+            t = model._meta.db_table
+            keys = ", ".join(f"{e} AS {c}" for c, e in zip(cols, exprs, strict=True))
+            cur.execute(f"TRUNCATE {t}")
+            cur.execute(f"""
+                WITH codes AS (
+                  SELECT table_id, {", ".join(cols)}, jsonb_object_agg(code, n)
+                    AS findings
+                  FROM (SELECT r.table_id, {keys}, j.key AS code,
+                               sum(j.value::int) AS n
+                        FROM {daily} r, jsonb_each_text(r.findings) j
+                        GROUP BY 1, {", ".join(str(i + 2) for i in range(len(cols)))},
+                                 j.key) x
+                  GROUP BY table_id, {", ".join(cols)}),
+                sums AS (
+                  SELECT table_id, {keys}, {", ".join(f"sum({n}) AS {n}"
+                                                      for n in sums)}
+                  FROM {daily}
+                  GROUP BY 1, {", ".join(str(i + 2) for i in range(len(cols)))})
+                INSERT INTO {t} (table_id, {", ".join(cols)}, {", ".join(sums)},
+                                 findings)
+                SELECT s.table_id, {", ".join(f"s.{c}" for c in cols)},
+                       {", ".join(f"s.{n}" for n in sums)},
+                       coalesce(codes.findings, '{{}}'::jsonb)
+                FROM sums s LEFT JOIN codes USING (table_id, {", ".join(cols)})""")
         # as autovacuum would: set hint bits / visibility once, not on the
         # first report's reads
-        cur.execute(f"VACUUM ANALYZE {DailyRollup._meta.db_table}")
+        for model in (DailyRollup, *(g[0] for g in grains)):
+            cur.execute(f"VACUUM ANALYZE {model._meta.db_table}")
     return time.perf_counter() - start
 
 
-def time_reports(repeat: int = 5) -> dict:
+def fill_rollups(n_coups: int, t0: int, rules_id: int, croupiers) -> float:
+    """The cells that n_coups on the bench's floor leave (tables x days x
+    croupiers x seats, as load_coups spreads them), written straight into
+    the rollups with no coup rows: the report reads nothing else (tested:
+    tests/reports/test_commission.py, no query of the report touches the
+    coups), so its time depends on the rollup rows, which this makes exactly
+    as many as the coups would. Counts and sums are drawn around the game's
+    odds (banker 45.87 %, tie 9.51 %), stakes 10-500, 0.3 % false draws."""
+    from django.db import connection
+
+    from tables.chemmy import STANDARD_TABLEAU
+    from tables.chemmy.odds import house_odds
+    from tables.models import DailyRollup
+
+    odds = house_odds(decks=6, tableau=STANDARD_TABLEAU, punter_five="free",
+                      banker_prescriptions={})
+    p = f"({odds.p_banker.numerator}::numeric / {odds.p_banker.denominator})"
+    rows = TABLES * DAYS * len(croupiers) * SEATS
+    per = n_coups // rows
+    g = "g"
+    coups = f"({per} + (abs(hashtext('n' || {g})) % 3) - 1)"
+    bw = f"round({coups} * 0.4587)::int"
+    ties = f"round({coups} * 0.0951)::int"
+    avg = "255"
+    start = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute(f"TRUNCATE {DailyRollup._meta.db_table}")
+        cur.execute(f"""
+            INSERT INTO {DailyRollup._meta.db_table} (table_id, gaming_day,
+              croupier_id, banker_seat, coups, banker_wins, punter_wins, ties,
+              covered, covered_sq, commission, levy_mean, levy_var, findings)
+            SELECT {t0} + (g / ({DAYS} * {len(croupiers)} * {SEATS})),
+              DATE '{START}' + (g / ({len(croupiers)} * {SEATS})) % {DAYS},
+              {croupiers[0]} + (g / {SEATS}) % {len(croupiers)}, g % {SEATS} + 1,
+              {coups}, {bw}, {coups} - {bw} - {ties}, {ties},
+              {coups} * {avg}, {coups} * {avg} * {avg} * 1.33,
+              {bw} * {avg} * 0.05 + (abs(hashtext('m' || g)) % 200) * 0.05 - 5,
+              round({p} * {coups} * {avg} * 0.05, 10),
+              round({p} * (1 - {p}) * {coups} * ({avg} * 0.05) ^ 2 * 1.33, 10),
+              CASE WHEN {coups} * 3 / 1000 > 0
+                   THEN jsonb_build_object('false_draw', {coups} * 3 / 1000)
+                   ELSE '{{}}'::jsonb END
+            FROM generate_series(0, {rows - 1}) g""")
+    return derive_grains(rules_id) + time.perf_counter() - start
+
+
+def time_reports(repeat: int = 5, *, yardstick: bool = True) -> dict:
     from django.db import connection
 
     from audit.reports.selectors import commission_report
-    from tables.models import Coup, DailyRollup
+    from tables.models import (
+        Coup,
+        CroupierMonthRollup,
+        DailyRollup,
+        SeatMonthRollup,
+        TableDayRollup,
+    )
 
     end = START + timedelta(days=DAYS - 1)
     out = {}
@@ -245,14 +359,16 @@ def time_reports(repeat: int = 5) -> dict:
                          "coups": report.total.coups,
                          "flagged_cells": len(report.flagged)}
     # the yardstick: the same totals by GROUP BY over the coups themselves
-    with connection.cursor() as cur:
-        t = time.perf_counter()
-        cur.execute(f"SELECT s.session_id, count(*), sum(covered), sum(commission) "
-                    f"FROM {Coup._meta.db_table} c JOIN tables_shoe s ON "
-                    f"s.id = c.shoe_id GROUP BY s.session_id")
-        cur.fetchall()
-        out["plain_group_by_over_coups_s"] = round(time.perf_counter() - t, 3)
-    out["rollup_rows"] = DailyRollup.objects.count()
+    if yardstick:
+        with connection.cursor() as cur:
+            t = time.perf_counter()
+            cur.execute(f"SELECT s.session_id, count(*), sum(covered), "
+                        f"sum(commission) FROM {Coup._meta.db_table} c JOIN "
+                        f"tables_shoe s ON s.id = c.shoe_id GROUP BY s.session_id")
+            cur.fetchall()
+            out["plain_group_by_over_coups_s"] = round(time.perf_counter() - t, 3)
+    out["rollup_rows"] = {m.__name__: m.objects.count() for m in (
+        DailyRollup, TableDayRollup, CroupierMonthRollup, SeatMonthRollup)}
     return out
 
 
@@ -288,6 +404,10 @@ def time_export(n_days: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument(
+        "--rollups-only", default="100000000",
+        help="Sizes timed from rollups written straight (no coup rows), after "
+             "the --sizes runs; '' for none.")
     parser.add_argument("--export-child", type=int)
     parser.add_argument("--reuse", action="store_true",
                         help="Time the reports on the database as it is.")
@@ -310,12 +430,18 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         load = load_coups(loaded, size - 1, t0, rules_id, croupiers)
         loaded = size
-        rollups = build_rollups()
+        rollups = build_rollups(rules_id)
         entry = {"load_s": round(load, 1), "rollups_build_s": round(rollups, 1),
                  "report": time_reports()}
         if size == 1_000_000:
             entry["export_1m"] = time_export(DAYS)
         results["sizes"][str(size)] = entry
+        print(json.dumps({size: entry}, indent=2), flush=True)
+    for size in (int(s) for s in args.rollups_only.split(",") if s):
+        fill = fill_rollups(size, t0, rules_id, croupiers)
+        entry = {"rollups_only": True, "rollups_fill_s": round(fill, 1),
+                 "report": time_reports(yardstick=False)}
+        results["sizes"][f"{size} (rollups only)"] = entry
         print(json.dumps({size: entry}, indent=2), flush=True)
     OUT.write_text(json.dumps(results, indent=2))
     print(f"written {OUT}")
