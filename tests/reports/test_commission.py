@@ -258,3 +258,23 @@ def test_whole_months():
                                                               d("2025-02-01"))
     assert whole_months(d("2024-02-01"), d("2024-02-28")) is None  # leap year
     assert whole_months(d("2025-01-15"), d("2025-02-14")) is None
+
+
+@pytest.mark.parametrize("group_by", ["table", "gaming_day", "croupier", "banker"])
+def test_the_report_reads_rollups_not_coups(months, group_by):
+    """Its queries touch no coup, stake or finding row, and their number does
+    not grow with the period's rows: the report's time follows the rollup
+    rows of the grain it reads, never the coups."""
+    from datetime import date
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        report = commission_report(from_day=date(2025, 2, 27),
+                                   to_day=date(2025, 4, 30), group_by=group_by)
+    assert report.total.coups == Coup.objects.count()
+    sql = [q["sql"] for q in queries]
+    for name in ("tables_coup", "tables_stake", "tables_finding"):
+        assert not any(f'"{name}"' in q or f" {name} " in q for q in sql), name
+    assert len(sql) <= 16, sql
