@@ -9,10 +9,12 @@ from django.db.models import (
     Case,
     Count,
     Exists,
+    F,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
+    Sum,
     Value,
     When,
 )
@@ -60,21 +62,33 @@ COLUMNS = ["stood"] + [str(v) for v in range(10)]
 
 
 def floor_tables() -> list[dict]:
-    """Every open table: who deals, the bank, coups, the shoe, open flags."""
+    """Every open table: who deals, the bank, coups, the shoe, open flags.
+    Five queries whatever the number of tables, reading only the columns
+    the floor shows."""
     sessions = list(
         TableSession.objects.filter(closed_at__isnull=True)
-        .select_related("table__rules", "croupier")
+        .select_related("table", "croupier")
+        .only("table", "gaming_day", "opened_at", "croupier", "table__name",
+              "croupier__username")
         .order_by("table__name")
     )
-    ids = [s.pk for s in sessions]
+    # The open sessions' ids, given as a list: each table below is probed on
+    # its session index, whatever the planner's statistics say of the open
+    # rows (a subquery or a join was planned as 500 x 500 with stale ones).
+    live = {"session_id__in": [s.pk for s in sessions]}
     turns = {t.session_id: t for t in BankerTurn.objects.filter(
-        session_id__in=ids, closed_at__isnull=True)}
+        closed_at__isnull=True, **live).order_by().only("session", "seat", "bank")}
     shoes = {s.session_id: s for s in Shoe.objects.filter(
-        session_id__in=ids, closed_at__isnull=True)}
-    coups = dict(current_coups().filter(shoe__session_id__in=ids)
-                 .values_list("shoe__session_id").annotate(n=Count("id")))
+        closed_at__isnull=True, **live).order_by().only(
+            "session", "number", "decks", "burned", "dealt")}
+    # A shoe's coups are its numbers 1 .. next_seq - 1, each one coup whatever
+    # its revisions (corrections keep the number): summed per session from
+    # the shoes, not counted over the coups (with a month of coups that count
+    # read them all).
+    coups = dict(Shoe.objects.filter(**live).order_by()
+                 .values_list("session_id").annotate(n=Sum(F("next_seq") - 1)))
     flags: dict[int, dict[str, int]] = {}
-    for row in (Flag.objects.filter(session_id__in=ids, status=Flag.Status.OPEN)
+    for row in (Flag.objects.filter(status=Flag.Status.OPEN, **live).order_by()
                 .values("session_id", "severity").annotate(n=Count("id"))):
         flags.setdefault(row["session_id"], {})[row["severity"]] = row["n"]
     out = []
@@ -96,21 +110,25 @@ def closing_work(days: int = 14) -> list[dict]:
 
     from django.utils import timezone
 
-    from .models import CagnotteCount
+    from .models import CagnotteAttestation, CagnotteCount
 
     since = timezone.localdate() - timedelta(days=days)
-    sessions = (TableSession.objects.filter(closed_at__isnull=False,
-                                            gaming_day__gte=since)
-                .select_related("table").order_by("-closed_at"))
+    # Only the sessions with work left are read (the database picks them):
+    # every table's closed sessions of two weeks are thousands of rows. An
+    # attested count locks its session (services.session_locked: no recount
+    # after it), so a session is done once any of its counts is attested.
+    attested = CagnotteAttestation.objects.filter(count__session=OuterRef("pk"))
+    sessions = list(
+        TableSession.objects.filter(closed_at__isnull=False, gaming_day__gte=since)
+        .filter(~Exists(attested))
+        .select_related("table").order_by("-closed_at"))
     latest: dict[int, CagnotteCount] = {}
-    for c in (CagnotteCount.objects.filter(session__in=sessions)
-              .select_related("attestation").order_by("counted_at", "pk")):
+    for c in (CagnotteCount.objects.filter(session__in=[s.pk for s in sessions])
+              .order_by("counted_at", "pk")):
         latest[c.session_id] = c
     out = []
     for s in sessions:
         count = latest.get(s.pk)
-        if count is not None and hasattr(count, "attestation"):
-            continue
         out.append({"session": s, "count": count,
                     "todo": "count" if count is None else "attest"})
     return out

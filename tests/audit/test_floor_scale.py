@@ -1,0 +1,131 @@
+"""The floor with many tables (issue 15, bench/bench_floor.py): the same
+queries for 5 tables as for 50, a closing list that reads only the sessions
+with work left, each table's coups counted once whatever its corrections, and
+a card rendered again whenever what it shows changes (audit_tags.floor_card
+keeps the cards it rendered)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from audit import selectors
+from tables.rollups import current_coups
+
+from .conftest import BANKER_WINS, PUNTER_WINS, stake
+
+D = Decimal
+PAGES = ("/floor/", "/floor/tables/", "/api/v1/floor/", "/floor/queue/")
+
+
+def open_tables(manager, croupier, counter, first: int, n: int) -> None:
+    """n more tables, each open with a shoe and a banker, and one closed
+    session each with its box counted and attested (the days before)."""
+    from audit.services import cagnotte_attest, cagnotte_count
+    from tables import services
+
+    for i in range(first, first + n):
+        table = services.table_create(user=manager, name=f"Floor {i:03d}")
+        done = services.session_open(table=table, user=manager, croupier=croupier)
+        services.session_close(session=done, user=manager)
+        count = cagnotte_count(session=done, counted=D("0.00"), user=counter)
+        cagnotte_attest(count=count, user=manager)
+        session = services.session_open(table=table, user=manager,
+                                        croupier=croupier)
+        services.shoe_open(session=session, user=croupier, burned=5)
+        services.banker_turn_open(session=session, user=croupier, seat=1,
+                                  bank=D("500.00"))
+
+
+def queries(client, path: str) -> list[str]:
+    with CaptureQueriesContext(connection) as q:
+        r = client.get(path)
+    assert r.status_code == 200, path
+    return [x["sql"] for x in q.captured_queries]
+
+
+def test_the_floor_reads_as_many_queries_for_50_tables_as_for_5(
+        client, pitboss, manager, croupier):
+    client.force_login(pitboss)
+    open_tables(manager, croupier, pitboss, 0, 5)
+    for path in PAGES:
+        client.get(path)  # the session, the flags synced once
+    few = {path: queries(client, path) for path in PAGES}
+    open_tables(manager, croupier, pitboss, 5, 45)
+    many = {path: queries(client, path) for path in PAGES}
+    page = client.get("/floor/").content.decode()
+    assert page.count('class="card"') == 50 and "Floor 049" in page
+    for path in PAGES:
+        assert len(many[path]) == len(few[path]), (path, many[path])
+
+
+def test_the_closing_list_reads_only_the_sessions_with_work_left(
+        manager, croupier, pitboss):
+    from audit.services import cagnotte_attest, cagnotte_count
+    from tables import services
+
+    open_tables(manager, croupier, pitboss, 0, 3)  # closed, counted and attested
+    table = services.table_create(user=manager, name="Busy")
+    sessions = []
+    for _ in range(3):
+        s = services.session_open(table=table, user=manager, croupier=croupier)
+        sessions.append(services.session_close(session=s, user=manager))
+    uncounted, counted, recounted = sessions
+    cagnotte_count(session=counted, counted=D("5.00"), user=pitboss)
+    cagnotte_count(session=recounted, counted=D("5.00"), user=pitboss)
+    latest = cagnotte_count(session=recounted, counted=D("0.00"), user=pitboss,
+                            reason="recount")
+    with CaptureQueriesContext(connection) as q:
+        work = selectors.closing_work()
+    assert len(q) == 2
+    todo = {w["session"].pk: (w["todo"], w["count"]) for w in work}
+    assert todo[uncounted.pk] == ("count", None)
+    assert todo[counted.pk][0] == "attest"
+    assert todo[recounted.pk] == ("attest", latest)  # the latest count
+    assert len(todo) == 3  # the attested sessions are not read
+    cagnotte_attest(count=latest, user=manager)
+    assert recounted.pk not in {w["session"].pk for w in selectors.closing_work()}
+
+
+def test_a_corrected_coup_counts_once_on_the_floor(shoe, turn, deal, pitboss):
+    from tables import services
+
+    coups = [deal(shoe, BANKER_WINS, [stake("100")]) for _ in range(3)]
+    services.coup_correct(
+        coup=coups[1], user=pitboss, reason="the punter had a natural 9",
+        punter=PUNTER_WINS[0], banker=PUNTER_WINS[1], stakes=[stake("100")],
+    )
+    [row] = selectors.floor_tables()
+    assert row["coups"] == 3 == current_coups().filter(shoe=shoe).count()
+
+
+def test_a_card_is_rendered_again_when_its_table_changes(
+        client, pitboss, shoe, turn, deal):
+    client.force_login(pitboss)
+    part = client.get("/floor/tables/").content.decode()
+    assert "<dd>0</dd>" in part and "<dd>1000.00</dd>" in part
+    coup = deal(shoe, BANKER_WINS, [stake("300")])
+    part = client.get("/floor/tables/").content.decode()
+    assert coup.bank_after != D("1000.00")
+    assert "<dd>1</dd>" in part and f"<dd>{coup.bank_after}</dd>" in part
+    assert "<dd>0</dd>" not in part and "<dd>1000.00</dd>" not in part
+    # in the reader's language, also when the card was just rendered in another
+    part = client.get("/floor/tables/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    english = client.get("/floor/tables/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Croupier" in english and "Coups this session" in english
+    assert "Coups this session" not in part
+
+
+@pytest.mark.django_db
+def test_a_card_escapes_what_it_shows(client, pitboss, manager, croupier):
+    from tables import services
+
+    table = services.table_create(user=manager, name="<b>Salon</b>")
+    services.session_open(table=table, user=manager, croupier=croupier)
+    client.force_login(pitboss)
+    for _ in range(2):  # rendered, then from the cards kept
+        part = client.get("/floor/tables/").content.decode()
+        assert "&lt;b&gt;Salon&lt;/b&gt;" in part and "<b>Salon" not in part
