@@ -263,14 +263,14 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
     user = job.requested_by
     if job.kind == ReportJob.Kind.COUPS:
         # The rows stream to the file as they are read: one snapshot for both.
-        with replica.reading(), replica.snapshot() as position:
+        with replica.reading() as alias, replica.snapshot() as position:
             stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
                                       rules=_rules(job.params))
             stamp.update(_read_position(job, position))
             expected = detail.coups_expected(job.params)
             ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
             rows = detail.write_coups_csv(
-                job.params, path, stamp=stamp,
+                job.params, path, stamp=stamp, using=alias,
                 progress=lambda n: report_progress(job.pk, rows=n, expected=expected,
                                                    attempt=job.attempts),
             )
