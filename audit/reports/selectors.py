@@ -221,12 +221,15 @@ def commission_report(
 
 def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionReport:
     days_q = _rows(TableDayRollup, "gaming_day", from_day, to_day, table_ids)
-    counts = CagnotteSums(from_day, to_day, table_ids)
+    # per table-day, the findings and the cagnotte counts: one query each,
+    # summed here for the days, the tables, the total and the flagged cells
+    cell_findings = findings_by(days_q, ["table_id", "gaming_day"])
+    cell_counts = cagnotte_sums(from_day, to_day, table_ids)
 
     # the day chart and the total: one row per gaming day
     days = [_row(_day(v[0]), _day(v[0]).isoformat(), v[1:])
             for v in _sums(days_q, ["gaming_day"])]
-    _attach(days, findings_by(days_q, ["gaming_day"]), counts.by("gaming_day"))
+    _attach(days, 1, cell_findings, cell_counts)
     total = Row("total", "Total")
     for d in days:
         _fold(total, d)
@@ -236,7 +239,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
         rows = days
     elif group_by == "table":
         rows = [_row(v[0], "", v[1:]) for v in _sums(days_q, ["table_id"])]
-        _attach(rows, findings_by(days_q, ["table_id"]), counts.by("table_id"))
+        _attach(rows, 0, cell_findings, cell_counts)
     else:
         rows = _part_rows(GROUPS[group_by], from_day, to_day, table_ids)
     labels = _labels(group_by, [r.key for r in rows])
@@ -247,7 +250,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
 
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
-        flagged=_flagged(days_q, counts), days=days,
+        flagged=_flagged(days_q, cell_findings, cell_counts), days=days,
         rules=rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
                          versions_used(days_q)),
     )
@@ -261,11 +264,20 @@ def _rows(model, day_column: str, first: date, last: date, table_ids):
     return rows
 
 
-def _attach(rows: list[Row], findings: dict, counted: dict) -> None:
-    for r in rows:
-        r.findings = findings.get((r.key,), {})
-        if r.key in counted:
-            r.counted, r.cagnotte_variance = counted[r.key]
+def _attach(rows: list[Row], part: int, findings: dict, counts: dict) -> None:
+    """Each row's findings and cagnotte counts, summed from the table-day
+    cells whose key part ``part`` (0 table, 1 gaming day) is the row's key."""
+    by_key = {r.key: r for r in rows}
+    for key, codes in findings.items():
+        row = by_key.get(key[part])
+        if row is not None:
+            for code, n in codes.items():
+                row.findings[code] = row.findings.get(code, 0) + n
+    for key, (counted, variance) in counts.items():
+        row = by_key.get(key[part])
+        if row is not None:
+            row.counted = (row.counted or ZERO) + counted
+            row.cagnotte_variance = (row.cagnotte_variance or ZERO) + variance
 
 
 def whole_months(first: date, last: date) -> tuple[date, date] | None:
@@ -306,7 +318,7 @@ def _part_rows(column: str, from_day: date, to_day: date, table_ids) -> list[Row
     return list(groups.values())
 
 
-def _flagged(days_q, counts: CagnotteSums) -> list[Row]:
+def _flagged(days_q, findings: dict, counts: dict) -> list[Row]:
     """The table-days whose commission lies outside its 95 % band, tested in
     the database: (commission - mean)^2 > 1.96^2 variance, exact in NUMERIC
     on PostgreSQL (the same test as Expectation.outside); only those rows come
@@ -322,25 +334,13 @@ def _flagged(days_q, counts: CagnotteSums) -> list[Row]:
     rows = [_row((v[0], _day(v[1])), "", v[2:]) for v in cells]
     # SQLite compares doubles: keep only what the exact test says
     rows = [r for r in rows if r.outside]
-    if not rows:
-        return []
-    names = _labels("table", {r.key[0] for r in rows})
-    keys = [r.key for r in rows]
-    findings = findings_by(days_q.filter(_cells(keys)), ["table_id", "gaming_day"])
-    counted = counts.cells(keys)
+    names = _labels("table", {r.key[0] for r in rows}) if rows else {}
     for r in rows:
         r.label = f"{names.get(r.key[0], r.key[0])} {r.key[1].isoformat()}"
-        r.findings = findings.get(r.key, {})
-        if r.key in counted:
-            r.counted, r.cagnotte_variance = counted[r.key]
+        r.findings = dict(findings.get(r.key, {}))
+        if r.key in counts:
+            r.counted, r.cagnotte_variance = counts[r.key]
     return sorted(rows, key=lambda r: (r.key[1], r.label))
-
-
-def _cells(keys) -> Q:
-    q = Q(pk__in=[])
-    for table_id, day in keys:
-        q |= Q(table_id=table_id, gaming_day=day)
-    return q
 
 
 def _fold(into: Row, cell: Row) -> None:
@@ -387,38 +387,23 @@ def _day(v):
     return date.fromisoformat(v) if isinstance(v, str) else v
 
 
-class CagnotteSums:
-    """The cagnotte counted and its variance (counted - computed), from the
-    latest count of each session (a recount replaces a count), summed in the
-    database per table, per gaming day, or for some table-days."""
-
-    def __init__(self, from_day, to_day, table_ids):
-        later = CagnotteCount.objects.filter(session=OuterRef("session")).filter(
-            Q(counted_at__gt=OuterRef("counted_at"))
-            | Q(counted_at=OuterRef("counted_at"), pk__gt=OuterRef("pk")))
-        qs = CagnotteCount.objects.filter(
-            ~Exists(later), session__gaming_day__gte=from_day,
-            session__gaming_day__lte=to_day)
-        if table_ids:
-            qs = qs.filter(session__table_id__in=table_ids)
-        self.latest = qs
-
-    def by(self, column: str) -> dict:
-        path = f"session__{column}"
-        return {_day(k): (_money(c), _money(v)) for k, c, v in (
-            self.latest.values(path).annotate(c=Sum("counted"), v=Sum("variance"))
-            .values_list(path, "c", "v").order_by())}
-
-    def cells(self, keys) -> dict:
-        q = Q(pk__in=[])
-        for table_id, day in keys:
-            q |= Q(session__table_id=table_id, session__gaming_day=day)
-        rows = (self.latest.filter(q)
-                .values("session__table_id", "session__gaming_day")
-                .annotate(c=Sum("counted"), v=Sum("variance"))
-                .values_list("session__table_id", "session__gaming_day", "c", "v")
-                .order_by())
-        return {(t, _day(d)): (_money(c), _money(v)) for t, d, c, v in rows}
+def cagnotte_sums(from_day, to_day, table_ids) -> dict[tuple, tuple]:
+    """(table, gaming day) -> (counted, counted - computed), from the latest
+    count of each session of that gaming day (a recount replaces a count),
+    summed in the database."""
+    later = CagnotteCount.objects.filter(session=OuterRef("session")).filter(
+        Q(counted_at__gt=OuterRef("counted_at"))
+        | Q(counted_at=OuterRef("counted_at"), pk__gt=OuterRef("pk")))
+    latest = CagnotteCount.objects.filter(
+        ~Exists(later), session__gaming_day__gte=from_day,
+        session__gaming_day__lte=to_day)
+    if table_ids:
+        latest = latest.filter(session__table_id__in=table_ids)
+    rows = (latest.values("session__table_id", "session__gaming_day")
+            .annotate(c=Sum("counted"), v=Sum("variance"))
+            .values_list("session__table_id", "session__gaming_day", "c", "v")
+            .order_by())
+    return {(t, _day(d)): (_money(c), _money(v)) for t, d, c, v in rows}
 
 
 def _money(v) -> Decimal:
