@@ -10,11 +10,11 @@ The coups and their original findings stay as they are, so the history the
 rollups summarise is untouched.
 
 The range is planned from the rollups into chunks of about `chunk_size` coups
-(a big table-day is split by coup id modulo), at least MIN_CHUNKS of them when
-the range is big enough, so that several workers share it evenly; they run as
-a Celery chord on however many workers exist; each chunk is one transaction
-and is done once. How a chunk reads and judges its coups (in one pass, the
-engine memoized): reaudit_check.py.
+(a gaming day whole, a day bigger than a chunk split by coup id modulo), at
+least MIN_CHUNKS of them when the range is big enough, so that several
+workers share it evenly; they run as a Celery chord on however many workers
+exist; each chunk is one transaction and is done once. How a chunk reads and
+judges its coups (in one pass, the engine memoized): reaudit_check.py.
 """
 
 from __future__ import annotations
@@ -61,21 +61,29 @@ def plan_chunks(from_day, to_day, chunk_size: int, table_ids=()) -> list[list]:
         .filter(n__gt=0)
         .order_by("gaming_day", "table_id")
     )
-    cells = list(cells)
-    total = sum(c["n"] for c in cells)
+    days: dict = {}
+    for c in cells:  # in gaming day order
+        days.setdefault(c["gaming_day"].isoformat(), []).append(c)
+    total = sum(c["n"] for cells in days.values() for c in cells)
     chunk_size = min(chunk_size, max(MIN_CHUNK_COUPS, math.ceil(total / MIN_CHUNKS)))
+    # A gaming day stays in one chunk (a chunk reads its days whole); a day
+    # bigger than a chunk is split by coup id modulo, every table alike.
     chunks: list[list] = []
     current: list = []
     size = 0
-    for c in cells:
-        parts = max(1, math.ceil(c["n"] / chunk_size))
-        for part in range(parts):
-            n = c["n"] // parts + (1 if part < c["n"] % parts else 0)
-            if current and size + n > chunk_size:
-                chunks.append([current, size])
-                current, size = [], 0
-            current.append([c["table_id"], c["gaming_day"].isoformat(), part, parts])
+    for day, day_cells in days.items():
+        n = sum(c["n"] for c in day_cells)
+        parts = max(1, math.ceil(n / chunk_size))
+        if current and (parts > 1 or size + n > chunk_size):
+            chunks.append([current, size])
+            current, size = [], 0
+        if parts == 1:
+            current += [[c["table_id"], day, 0, 1] for c in day_cells]
             size += n
+            continue
+        for part in range(parts):
+            chunks.append([[[c["table_id"], day, part, parts] for c in day_cells],
+                           n // parts + (1 if part < n % parts else 0)])
     if current:
         chunks.append([current, size])
     return chunks
@@ -167,7 +175,7 @@ def reaudit_chunk(*, run_id: int, index: int) -> dict:
             return {"chunk": index, "skipped": True}
         versions = _versions(run, {c[0] for c in chunk.cells})
         tableaux = {t: tableau_for(v) for t, v in versions.items()}
-        changes = check_cells(chunk.cells, tableaux)
+        changes = check_cells(chunk.cells, tableaux, restrict=bool(run.tables))
         _compare(run, changes, tableaux)
         counts = {"new": changes.new, "kept": changes.kept,
                   "cleared": changes.cleared}

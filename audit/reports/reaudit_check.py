@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date
 
 from django.db import connections, transaction
 
@@ -131,63 +130,94 @@ class Changes:
     disappear: list = field(default_factory=list)
 
 
-def _sql(vendor: str, n_tables: int, split: bool) -> str:
+def _sql(vendor: str, n_days: int, n_tables: int, split: bool) -> str:
+    """A query for some gaming days (or a part of one, by coup id modulo);
+    n_tables > 0 keeps only those tables' shoes (a run over some tables),
+    else every coup of the days is read and the caller keeps its cells'."""
     c, s, t = Coup._meta.db_table, Shoe._meta.db_table, TableSession._meta.db_table
     f = Finding._meta.db_table
     pg = vendor == "postgresql"
     cast = "::text" if pg else ""
     agg = "string_agg" if pg else "group_concat"
     codes = ", ".join(f"'{code}'" for code in ENGINE_CODES)
-    tables = ", ".join(["%s"] * n_tables)
-    part = " AND c.id %% %s = %s" if split else ""
-    return f"""SELECT c.id, t.table_id, c.punter_cards{cast}, c.banker_cards{cast},
+    days = ", ".join(["%s"] * n_days)
+    where = f"c.gaming_day IN ({days})"
+    if split:
+        where += " AND c.id %% %s = %s"
+    if n_tables:
+        tables = ", ".join(["%s"] * n_tables)
+        where += (f' AND c.shoe_id IN (SELECT s.id FROM "{s}" s JOIN "{t}" t'
+                  f" ON t.id = s.session_id WHERE t.table_id IN ({tables}))")
+    return f"""SELECT c.id, c.shoe_id, CAST(c.gaming_day AS text), c.punter_cards{cast},
+        c.banker_cards{cast},
         (SELECT {agg}(r.code || ':' || r.side, ',') FROM "{f}" r
          WHERE r.coup_id = c.id AND r.code IN ({codes}))
-        FROM "{c}" c JOIN "{s}" s ON s.id = c.shoe_id
-        JOIN "{t}" t ON t.id = s.session_id
-        WHERE c.gaming_day = %s AND t.table_id IN ({tables}){part}
+        FROM "{c}" c WHERE {where}
         AND NOT EXISTS (SELECT 1 FROM "{c}" n WHERE n.shoe_id = c.shoe_id
                         AND n.seq = c.seq AND n.revision > c.revision)"""
 
 
-def _queries(cells) -> Iterator[tuple[date, str, list]]:
-    """(gaming day, SQL, params) covering a chunk's cells: one query per day
-    for its whole cells, one per split cell (a part of a big table-day)."""
-    whole: dict[str, list[int]] = {}
+def _queries(cells, restrict: bool) -> Iterator[tuple[str, list, set]]:
+    """(SQL, params, cells) covering a chunk's cells: one query for its whole
+    gaming days, one per part of a split day (the planner keeps a day's
+    cells together, so a day read is the chunk's own, every table of it).
+    `restrict`: filter the run's tables in SQL (a run over some tables)."""
+    groups: dict[tuple, list] = {}
     for table_id, day, part, parts in cells:
-        if parts == 1:
-            whole.setdefault(day, []).append(table_id)
-        else:
-            yield date.fromisoformat(day), "split", [day, table_id, parts, part]
-    for day, table_ids in whole.items():
-        yield date.fromisoformat(day), "whole", [day, *table_ids]
+        key = (None, 1) if parts == 1 else (part, parts)
+        groups.setdefault(key, []).append((table_id, day))
+    vendor = connections[reports_alias()].vendor
+    for (part, parts), group in groups.items():
+        days = sorted({day for _, day in group})
+        tables = sorted({t for t, _ in group}) if restrict else []
+        params = [*days] + ([parts, part] if parts > 1 else []) + tables
+        sql = _sql(vendor, len(days), len(tables), parts > 1)
+        yield sql, params, set(group)
 
 
-def read_rows(cells) -> Iterator[tuple[date, list[tuple]]]:
-    """(gaming day, rows) of (coup id, table id, punter JSON, banker JSON,
-    recorded "code:side,..." or None), FETCH rows at a time."""
+def read_rows(cells, restrict: bool = False) -> Iterator[tuple[list, set]]:
+    """(rows, cells): rows of (coup id, shoe id, gaming day ISO, punter JSON,
+    banker JSON, recorded "code:side,..." or None), FETCH at a time, and the
+    (table id, day) cells they may belong to."""
     alias = reports_alias()
     conn = connections[alias]
-    for day, kind, params in _queries(cells):
-        sql = _sql(conn.vendor, len(params) - (3 if kind == "split" else 1),
-                   kind == "split")
+    for sql, params, wanted in _queries(cells, restrict):
         # A server-side cursor streams inside a transaction (the chunk's own
         # on "default"; a read-only one on the replica).
-        with (transaction.atomic(using=alias, savepoint=False),
-              conn.chunked_cursor() as cur):
-            cur.execute(sql, params)
-            while rows := cur.fetchmany(FETCH):
-                yield day, rows
+        with transaction.atomic(using=alias, savepoint=False):
+            if conn.vendor == "postgresql":
+                with conn.cursor() as cur:
+                    # a few thousand rows: parallel workers (processes
+                    # started per query) cost more than they save
+                    cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            with conn.chunked_cursor() as cur:
+                cur.execute(sql, params)
+                while rows := cur.fetchmany(FETCH):
+                    yield rows, wanted
 
 
-def check_cells(cells, tableaux: dict[int, chemmy.Tableau]) -> Changes:
+def _shoe_tables(shoe_ids) -> dict[int, int]:
+    alias = reports_alias()
+    return dict(Shoe.objects.using(alias).filter(pk__in=list(shoe_ids))
+                .values_list("pk", "session__table_id"))
+
+
+def check_cells(cells, tableaux: dict[int, chemmy.Tableau], *,
+                restrict: bool = False) -> Changes:
     """Judge a chunk's coups against each table's tableau; count and collect
     what changed against the findings each coup was recorded with."""
     out = Changes()
     judges = {table_id: judge_for(t) for table_id, t in tableaux.items()}
-    for day, rows in read_rows(cells):
-        out.checked += len(rows)
-        for coup_id, table_id, punter, banker, recorded in rows:
+    tables: dict[int, int] = {}  # shoe -> table, for this chunk
+    for rows, wanted in read_rows(cells, restrict):
+        missing = {r[1] for r in rows}.difference(tables)
+        if missing:
+            tables.update(_shoe_tables(missing))
+        for coup_id, shoe_id, day, punter, banker, recorded in rows:
+            table_id = tables[shoe_id]
+            if (table_id, day) not in wanted:
+                continue  # a coup the rollups do not count: not planned
+            out.checked += 1
             now = judges[table_id](punter, banker)
             if recorded is None and not now:
                 continue  # nearly every coup: nothing before, nothing now
