@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from casino.roles import CROUPIER, has_capability, user_roles
 
+from ..chemmy import CoupError
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import Coup, Finding, Stake
 from . import ledger_pg
@@ -240,9 +241,11 @@ def _record(
                 expected_seq=expected_seq,
                 entered_at=entered_at,
             )
-    except (IntegrityError, Conflict):
+    except (IntegrityError, Conflict, Invalid, CoupError):
         # A replay of an acknowledged coup is answered with that coup even
-        # when the table has moved on since (shoe closed, turn over).
+        # when the table has moved on since (shoe closed, turn over, the
+        # bank passed to a seat the coup's stakes name: a 400 judged against
+        # the table as it is now, not as it was).
         if idempotency_key:
             replay = _replay(idempotency_key, inp.digest, shoe_id)
             if replay is not None:
