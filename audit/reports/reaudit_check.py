@@ -19,9 +19,10 @@ draw_after_natural depend on (tables/chemmy/engine.py):
   message names the card (rank and suit), so such a coup (a croupier's error,
   rare) is evaluated on its own, never memoized.
 
-So the memo's key is the point values of each side's cards, in order, per
-tableau (its version and cells). A coup whose stored text is not in the
-canonical form (a card code of two characters) is evaluated on its own too.
+So the memo's key is the two-card totals, the punter's third card's point
+value and whether each side drew, per tableau (its version and cells). A coup
+whose stored text is not in the canonical form (card codes of two characters)
+is evaluated on its own too.
 """
 
 from __future__ import annotations
@@ -52,30 +53,40 @@ def engine_findings(punter, banker, tableau: chemmy.Tableau) -> tuple:
     return tuple(f for f in verdict.findings if f.code in ENGINE_CODES)
 
 
+# A two-card hand's point digits -> its total ("90" -> 9, "55" -> 0).
+_TOTAL = {f"{a}{b}": (a + b) % 10 for a in range(10) for b in range(10)}
+
+
 class Judge:
     """engine_findings for a coup's cards as stored (JSON text), memoized on
-    the point values of the cards (see the module's docstring)."""
+    what the findings depend on (see the module's docstring): the key is the
+    punter's two-card total and his third card's point value (or none), the
+    banker's two-card total and whether he drew (the texts' lengths: 2 or 3
+    cards). A natural with a third card is never memoized."""
 
     def __init__(self, tableau: chemmy.Tableau):
         self.tableau = tableau
-        self.memo: dict[tuple[str, str], object] = {}
+        self.memo: dict[tuple, object] = {}
         self.evaluated = 0
 
     def __call__(self, punter: str, banker: str) -> tuple:
-        key = (punter[2::6].translate(_POINTS), banker[2::6].translate(_POINTS))
-        found = self.memo.get(key, None)
+        p = punter[2::6].translate(_POINTS)
+        b = banker[2::6].translate(_POINTS)
+        try:
+            key = (_TOTAL[p[:2]], p[2:], len(punter), _TOTAL[b[:2]], len(banker))
+        except KeyError:  # not two known ranks where a canonical text has them
+            return self._evaluate(punter, banker)
+        found = self.memo.get(key)
         if found is None:
-            found = self._learn(key, punter, banker)
+            found = self._learn(key, p, b, punter, banker)
         if found is _UNCACHED:
             return self._evaluate(punter, banker)
         return found  # type: ignore[return-value]
 
-    def _learn(self, key: tuple[str, str], punter: str, banker: str) -> object:
-        if not _canonical(punter, key[0]) or not _canonical(banker, key[1]):
-            return _UNCACHED  # not memoized: its key says nothing
-        p, b = key
-        p2, b2 = (int(p[0]) + int(p[1])) % 10, (int(b[0]) + int(b[1])) % 10
-        if (p2 >= 8 or b2 >= 8) and (len(p) == 3 or len(b) == 3):
+    def _learn(self, key: tuple, p: str, b: str, punter: str, banker: str) -> object:
+        if not _canonical(punter, p) or not _canonical(banker, b):
+            return _UNCACHED  # judged on its own, and not memoized
+        if (key[0] >= 8 or key[3] >= 8) and (len(p) == 3 or len(b) == 3):
             found: object = _UNCACHED  # the finding names the card itself
         else:
             found = self._evaluate(punter, banker)
@@ -91,7 +102,8 @@ def _canonical(text: str, points: str) -> bool:
     # '["9H", "KD"]' or '["9H", "KD", "5C"]', as jsonb prints a stored list
     # (and json.dumps writes it): ranks at 2, 8, 14, each a known rank.
     return (len(text) in (12, 18) and points.isdigit()
-            and len(points) == (len(text) - 6) // 6 + 1)
+            and len(points) == (len(text) - 6) // 6 + 1 and text[0] == "["
+            and text[-1] == "]")
 
 
 _JUDGES: dict[tuple, Judge] = {}
