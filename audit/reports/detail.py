@@ -190,17 +190,18 @@ def _pg_line_sql(params: dict, using: str) -> tuple[str, tuple]:
                        for n, k in zip(names, kinds, strict=True))
 
     def line(quote: bool) -> str:
+        # concat: one call builds the line (a chain of || would copy it 45
+        # times) and writes a NULL as nothing, as _cell writes None.
         cells = []
         for n, k in zip(names, kinds, strict=True):
             if k in ("text", "cards"):
-                cells.append(f"coalesce({_quoted(n) if quote else n}, '')")
-            elif k == "date":
-                cells.append(f"{n}::text")
+                cells.append(_quoted(n) if quote else n)
             elif k == "timestamp":
-                cells.append(f"coalesce({_timestamp(n)}, '')")
-            else:
-                cells.append(f"coalesce({n}::text, '')")
-        return " || ',' || ".join(cells) + " || E'\\r\\n'"
+                cells.append(_timestamp(n))
+            else:  # date (DateStyle ISO), integer, numeric
+                cells.append(n)
+        comma = ", ',', "
+        return f"concat({comma.join(cells)}, E'\\r\\n')"
 
     texts = ", ".join(n for n, k in zip(names, kinds, strict=True)
                       if k in ("text", "cards"))
@@ -210,29 +211,54 @@ def _pg_line_sql(params: dict, using: str) -> tuple[str, tuple]:
     return sql, args
 
 
-# Session settings for the query, put back after: JIT compiling this long
-# expression costs more than it saves (10 s at 1M rows); dates as YYYY-MM-DD.
-SESSION = {"jit": "off", "DateStyle": "ISO"}
+# Session settings for the query: JIT compiling this long expression costs
+# more than it saves (10 s at 1M rows); the plan best for every row, not for
+# the first ones (a cursor's default); dates as YYYY-MM-DD.
+SESSION = {"jit": "off", "cursor_tuple_fraction": "1", "DateStyle": "ISO"}
 
 
 def _write_pg_lines(params, f, progress, using) -> int:
-    sql, args = _pg_line_sql(params, using)
-    connection = connections[using]
-    n, every = 0, PROGRESS_EVERY
-    with connection.cursor() as cur:
-        cur.execute("SELECT " + ", ".join(f"current_setting('{k}')" for k in SESSION))
-        old = dict(zip(SESSION, cur.fetchone(), strict=True))
-        _set(cur, SESSION)
+    """Read on a connection of its own, in a transaction: the cursor streams
+    the rows as the query makes them (a cursor outside a transaction, WITH
+    HOLD, is first run to the end and kept whole on the server), while the
+    progress is written, and seen at once, on the usual connection. Inside a
+    transaction already (a caller's atomic block, the tests), another
+    connection would not see what it wrote: read on the same one."""
+    main = connections[using]
+    if main.in_atomic_block:
+        with main.cursor() as cur:
+            cur.execute("SELECT " + ", ".join(f"current_setting('{k}')"
+                                              for k in SESSION))
+            old = dict(zip(SESSION, cur.fetchone(), strict=True))
+            _set(cur, SESSION)
+            try:
+                return _read_lines(main, params, f, progress, using)
+            finally:
+                _set(cur, old)
+    reader = connections.create_connection(using)
+    try:
+        with reader.cursor() as cur:
+            _set(cur, SESSION)
+        reader.set_autocommit(False)
+        return _read_lines(reader, params, f, progress, using)
+    finally:
         try:
-            with connection.chunked_cursor() as rows_cur:
-                rows_cur.execute(sql, args)
-                while rows := rows_cur.fetchmany(every):
-                    f.write("".join([r[0] for r in rows]))
-                    n += len(rows)
-                    if progress is not None and n % every == 0:
-                        progress(n)
+            if reader.connection is not None and not reader.get_autocommit():
+                reader.rollback()  # it only read
         finally:
-            _set(cur, old)
+            reader.close()
+
+
+def _read_lines(connection, params, f, progress, using) -> int:
+    sql, args = _pg_line_sql(params, using)
+    n, every = 0, PROGRESS_EVERY
+    with connection.chunked_cursor() as cur:
+        cur.execute(sql, args)
+        while rows := cur.fetchmany(every):
+            f.write("".join([r[0] for r in rows]))
+            n += len(rows)
+            if progress is not None and n % every == 0:
+                progress(n)
     return n
 
 

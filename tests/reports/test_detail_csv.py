@@ -70,8 +70,8 @@ def _both(params, tmp_path) -> tuple[bytes, bytes, int]:
 def test_the_sql_built_csv_is_the_python_csv_byte_for_byte(
     croupier, croupier2, pitboss, tmp_path, monkeypatch
 ):
-    from tests.conftest import make_user
     from tables.simulation import simulate
+    from tests.conftest import make_user
 
     odd = make_user('Zoë "la, rousse"', "croupier")  # not through a form
     play(croupier, DAY1, tables=2, shoes=1, seed=1, rate=0.05,
@@ -178,3 +178,53 @@ def test_times_are_written_as_python_writes_them(moment):
         cur.execute("SELECT %s::timestamptz", [moment])
         as_read = cur.fetchone()[0]  # what the Python path gets, in UTC
     assert got == str(as_read)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_it_reads_on_a_connection_of_its_own(
+    _migration_rows, croupier, tmp_path, monkeypatch
+):
+    """As in a worker (autocommit): the rows come through a second connection,
+    in a transaction (streamed, not kept whole on the server), while progress
+    is written on the usual one and committed at once; the second connection
+    is closed after, even when the build fails."""
+    from django.db import connection, connections
+
+    play(croupier, DAY1, tables=1, shoes=1, seed=4, rate=0.05,
+         prefix='Q, "quoted"')
+    monkeypatch.setattr(detail, "PROGRESS_EVERY", 10)
+    opened = []
+    real = connections.create_connection
+
+    def spy(alias):
+        opened.append(real(alias))
+        return opened[-1]
+
+    monkeypatch.setattr(connections, "create_connection", spy)
+    seen = []
+
+    def progress(n):
+        assert connection.get_autocommit() and not connection.in_atomic_block
+        with connection.cursor() as cur:  # free while the reader streams
+            cur.execute("SELECT %s", [n])
+            seen.append(cur.fetchone()[0])
+        assert opened[-1].in_atomic_block is False
+        assert not opened[-1].get_autocommit()  # the reader's transaction
+
+    sql, py = tmp_path / "sql.csv", tmp_path / "py.csv"
+    n = detail.write_coups_csv({"from_day": str(DAY1), "to_day": str(DAY1)}, sql,
+                               stamp=STAMP, progress=progress)
+    assert len(opened) == 1 and opened[0].connection is None  # closed
+    assert seen == list(range(10, n + 1, 10)) and n > 10
+    detail.write_coups_csv({"from_day": str(DAY1), "to_day": str(DAY1)}, py,
+                           stamp=STAMP, python=True)
+    assert sql.read_bytes() == py.read_bytes()
+
+    def boom(n):
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        detail.write_coups_csv({"from_day": str(DAY1), "to_day": str(DAY1)}, sql,
+                               stamp=STAMP, progress=boom)
+    assert len(opened) == 2 and opened[1].connection is None
