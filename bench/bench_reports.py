@@ -373,7 +373,10 @@ def time_reports(repeat: int = 5, *, yardstick: bool = True) -> dict:
 
 
 def export_child(n_days: int) -> None:
-    """Run in a fresh process so its peak RSS is the export's own."""
+    """Run in a fresh process so its peak RSS is the export's own. Alone on a
+    filled database: `bench_reports.py --export-child 365` (as --reuse does
+    for the reports). cpu_s: this process's CPU time (the database's is not
+    in it); file_bytes exact, file_mb in MiB."""
     import django
 
     django.setup()
@@ -386,12 +389,15 @@ def export_child(n_days: int) -> None:
              "gaming_day_note": "", "house_rules": [], "software_version": "bench",
              "generated_at": "", "generated_by": "bench"}
     path = _benchdb.OUT_DIR / "coups.csv"
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     rows = write_coups_csv(params, path, stamp=stamp, progress=lambda n: None)
-    elapsed = time.perf_counter() - t
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    size = path.stat().st_size
     print(json.dumps({"rows": rows, "seconds": round(elapsed, 2),
-                      "peak_rss_mb": rss, "file_mb": path.stat().st_size >> 20}))
+                      "cpu_s": round(cpu, 2), "peak_rss_mb": rss,
+                      "file_bytes": size, "file_mb": round(size / (1 << 20), 1),
+                      "load_avg_1m": round(os.getloadavg()[0], 2)}))
     path.unlink()
 
 
