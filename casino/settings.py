@@ -221,6 +221,9 @@ if REPORTS_DATABASE:
             "Environment variable REPORTS_DATABASE_URL: must name a PostgreSQL "
             "streaming replica of DATABASE_URL's PostgreSQL database"
         )
+    # A replica that does not answer is given up within seconds (the report
+    # then reads the primary: casino/replica.py).
+    REPORTS_DATABASE.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
     DATABASES["reports"] = {
         **REPORTS_DATABASE,
         "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
@@ -259,6 +262,18 @@ SURVEILLANCE_FDR = _read("SURVEILLANCE_FDR", env.float, default=0.05)
 if not 0 < SURVEILLANCE_FDR < 0.5:
     raise ImproperlyConfigured(
         "Environment variable SURVEILLANCE_FDR: a rate above 0 and below 0.5"
+    )
+
+# The review queue, the floor and their API bring the flags up to date before
+# they read (audit.services.flags_sync: a safety net, since a coup raises its
+# flags and a correction syncs them in their own transactions); each web
+# process does it at most every FLAGS_PAGE_SYNC_SECONDS (0: at every read).
+# With 500 tables the scan of every live flag at every read was the floor's
+# largest query (bench/bench_floor.py).
+FLAGS_PAGE_SYNC_SECONDS = _read("FLAGS_PAGE_SYNC_SECONDS", env.int, default=5)
+if not 0 <= FLAGS_PAGE_SYNC_SECONDS <= 300:
+    raise ImproperlyConfigured(
+        "Environment variable FLAGS_PAGE_SYNC_SECONDS: seconds from 0 to 300"
     )
 
 REDIS_URL = _read("REDIS_URL", env.str, default="")

@@ -330,6 +330,10 @@ def pytest_configure(config):
     # primary and streaming replica of its own.
     settings.DATABASES.pop("reports", None)
 
+    # A page brings the flags up to date at every read (production: at most
+    # every few seconds per process; tests/audit/test_floor_scale.py).
+    settings.FLAGS_PAGE_SYNC_SECONDS = 0
+
     # Real hashing costs ~0.3 s a user; the tests are about the casino, not PBKDF2.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -81,6 +81,10 @@ def queue(request):
     f = selectors.QueueFilter(**{"status": None, **d})
     page = Paginator(selectors.flag_queue(f), 50).get_page(request.GET.get("page"))
     counts = selectors.flag_counts(f)
+    for name, options in counts.items():  # hundreds of tables: said once here
+        chosen = str(d[name]) if name in d else None
+        for o in options:
+            o["selected"] = chosen is not None and str(o["value"]) == chosen
     return render(request, "audit/queue.html", {
         "form": form, "page": page, "counts": counts, "current": d,
         "query": params.urlencode(),

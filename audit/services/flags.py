@@ -7,9 +7,10 @@ brings the flags up to date with the findings of the current coup revisions:
 it raises a flag for a finding that has none (a coup recorded before flags
 were raised with it, a correction's new revision), moves a flag
 to the new revision of its coup after a correction, and resolves one whose
-finding the corrected record no longer shows. It is idempotent and cheap
-(an anti-join on an index), and runs before the queue or the floor is read
-and inside every correction, so a flag is never missing from the queue.
+finding the corrected record no longer shows. It is idempotent, runs inside
+every correction, and before the queue or the floor is read (at most every
+FLAGS_PAGE_SYNC_SECONDS per web process: it reads every live flag), so a
+flag is never missing from the queue for longer than that.
 
 Decisions (each with a reason, each a FlagEvent and a change-log row):
 confirm (the event happened; the house rule's sanction is recorded), dismiss
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
+from time import monotonic
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
@@ -70,9 +73,22 @@ def _newer_revision(prefix: str = ""):
     )
 
 
+_page_synced = 0.0  # when this process last synced for a page (monotonic)
+
+
 def flags_sync(*, wait: bool = True, quiet: Iterable[int] = ()) -> int:
     """Raise, move and resolve finding flags. Returns how many changed.
-    `quiet`: flags the caller is deciding on (no automatic "resolved")."""
+    `quiet`: flags the caller is deciding on (no automatic "resolved").
+    `wait=False` (a page or the floor API about to read): skipped if another
+    request is syncing, or if this process synced for a page less than
+    settings.FLAGS_PAGE_SYNC_SECONDS ago (the scan reads every live flag;
+    coups and corrections raise and move theirs in their own transactions)."""
+    global _page_synced
+    if not wait:
+        now = monotonic()
+        if now - _page_synced < settings.FLAGS_PAGE_SYNC_SECONDS:
+            return 0
+        _page_synced = now
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:

@@ -6,6 +6,7 @@ keeps the cards it rendered)."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -129,3 +130,44 @@ def test_a_card_escapes_what_it_shows(client, pitboss, manager, croupier):
     for _ in range(2):  # rendered, then from the cards kept
         part = client.get("/floor/tables/").content.decode()
         assert "&lt;b&gt;Salon&lt;/b&gt;" in part and "<b>Salon" not in part
+
+
+def test_pages_sync_the_flags_at_most_every_few_seconds_per_process(
+        client, pitboss, settings, monkeypatch):
+    from audit.services import flags as flags_module
+
+    calls = []
+    real = flags_module._raise_new
+    monkeypatch.setattr(flags_module, "_raise_new",
+                        lambda: calls.append(1) or real())
+    clock = [1000.0]
+    monkeypatch.setattr(flags_module, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(flags_module, "_page_synced", 0.0)
+    client.force_login(pitboss)
+    settings.FLAGS_PAGE_SYNC_SECONDS = 5
+    for path in ("/floor/", "/floor/queue/", "/floor/tables/", "/api/v1/floor/"):
+        assert client.get(path).status_code == 200
+    assert len(calls) == 1  # the first read synced, the others within 5 s not
+    clock[0] += 5
+    client.get("/floor/queue/")
+    assert len(calls) == 2
+    flags_module.flags_sync()  # a correction's sync: never skipped
+    assert len(calls) == 3
+    settings.FLAGS_PAGE_SYNC_SECONDS = 0
+    client.get("/floor/")
+    client.get("/floor/")
+    assert len(calls) == 5
+
+
+def test_the_queue_keeps_the_chosen_filters_selected(client, pitboss, played):
+    from audit.services import flags_sync
+
+    flags_sync()
+    client.force_login(pitboss)
+    table = played[0].shoe.session.table
+    page = client.get(f"/floor/queue/?table={table.pk}&severity=warning").content
+    page = page.decode()
+    assert re.search(rf'<option value="{table.pk}" selected>Table 1 \(1\)', page)
+    assert re.search(r'<option value="warning" selected>warning \(1\)', page)
+    assert re.search(r'<option value="open" selected>open \(1\)', page)
+    assert not re.search(r'<option value="false_draw" selected>', page)
