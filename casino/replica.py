@@ -10,7 +10,8 @@ while a transaction is open on "default": whatever such a transaction reads
 may decide what it writes, and the replica may be behind (a report must never
 read the replica to decide a write). Outside the block every read is on
 "default", as if there were no replica. Raw SQL asks `read_alias()` for the
-connection: `connections[read_alias()]`.
+connection: `connections[read_alias()]`. A replica that cannot be reached
+when the block starts is logged and the block reads the primary.
 
 The replica lags the primary by however much WAL it has yet to replay;
 `position()` says how far the data a report read goes (the last coup visible
@@ -20,6 +21,7 @@ REPEATABLE READ transaction on the replica, so both are the same state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,12 +31,14 @@ from decimal import Decimal
 
 from django.apps import apps
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
 REPORTS = "reports"
 DEFAULT = DEFAULT_DB_ALIAS
-_reading: ContextVar[bool] = ContextVar("casino_replica_reading", default=False)
+log = logging.getLogger(__name__)
+# Inside a reading() block: the alias its reads go to; None outside.
+_target: ContextVar[str | None] = ContextVar("casino_replica_target", default=None)
 
 
 def reports_alias() -> str:
@@ -43,24 +47,45 @@ def reports_alias() -> str:
 
 def read_alias() -> str:
     """The connection a read should use now: the replica inside `reading()`
-    when one is configured and no transaction is open on "default"."""
-    alias = reports_alias()
-    if alias == DEFAULT or not _reading.get():
+    when one is configured (and reachable) and no transaction is open on
+    "default"."""
+    target = _target.get()
+    if target is None or target == DEFAULT:
         return DEFAULT
     if connections[DEFAULT].in_atomic_block:
         return DEFAULT
-    return alias
+    return target
+
+
+def _reachable(alias: str) -> bool:
+    """The replica answers; if not, the block reads the primary (and its
+    position says so) rather than failing the report."""
+    connection = connections[alias]
+    try:
+        # a kept connection the replica dropped (it restarted) is made anew
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+        connection.ensure_connection()
+        return True
+    except DatabaseError as exc:
+        log.warning("the reports replica (%s) cannot be reached, reading the "
+                    "primary: %s", alias, exc)
+        connection.close()
+        return False
 
 
 @contextmanager
 def reading() -> Iterator[str]:
     """Route the ORM's reads to the replica for the block (this thread or
     task only: a context variable). Yields the alias reads go to."""
-    token = _reading.set(True)
+    alias = reports_alias()
+    if alias != DEFAULT and not _reachable(alias):
+        alias = DEFAULT
+    token = _target.set(alias)
     try:
         yield read_alias()
     finally:
-        _reading.reset(token)
+        _target.reset(token)
 
 
 class ReplicaRouter:

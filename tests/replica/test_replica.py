@@ -309,3 +309,21 @@ def test_the_trail_holds_on_the_primary(on_pair):
 
     check = trail_verify(anchors=False)
     assert check.ok, check.problem
+
+
+def test_a_replica_down_is_logged_and_the_primary_read(on_pair, caplog):
+    table = _play("Rep down", DAY1, seed=17)
+    on_pair.catch_up()
+    assert _report("findings", table).data_position["replica"] is True
+    on_pair.replica.crash()  # its kept connection is dead from now on
+    try:
+        down = _report("findings", table)
+    finally:
+        on_pair.replica.start()
+    assert down.data_position["alias"] == "default"
+    assert _stamp(_file(down))["data"].endswith("; read from the primary")
+    assert "the reports replica (reports) cannot be reached" in caplog.text
+    on_pair.catch_up()
+    back = _report("findings", table)
+    assert back.data_position["replica"] is True
+    assert _body(_file(back)) == _body(_file(down))
