@@ -327,3 +327,20 @@ def test_a_replica_down_is_logged_and_the_primary_read(on_pair, caplog):
     back = _report("findings", table)
     assert back.data_position["replica"] is True
     assert _body(_file(back)) == _body(_file(down))
+
+
+def test_a_reaudit_reads_the_replica(on_pair):
+    from audit.reports.reaudit import reaudit_request
+
+    table = _play("Rep reaudit", DAY1, seed=18)
+    on_pair.catch_up()
+    primary, standby = _capture()
+    with primary, standby:
+        run = reaudit_request(user=_user("reports-manager"), from_day=DAY1,
+                              to_day=DAY1, tableau_version="punto-banco-1",
+                              table_ids=[table])
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    assert run.coups_checked == _coups(table) > 0
+    assert "tables_coup" in _tables(standby)
+    assert not [q for q in _data_read(primary) if '"tables_coup"' in q]
