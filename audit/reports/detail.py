@@ -1,12 +1,13 @@
 """The coup detail export: every current coup revision of a period, streamed.
 
-On PostgreSQL each CSV line is built by the database (`_pg_lines`): the
+On PostgreSQL each CSV line is built by the database (`_pg_line_sql`): the
 columns formatted in SQL exactly as the Python writer formats them (same
 quoting, same text for dates, times, cards and money), read through a
-server-side cursor in chunks and written straight to the file, so memory stays
-flat however many coups there are and no Python object is made per cell. On
-other databases (SQLite) the rows go through csv.writer. Both give the same
-bytes: tests/reports/test_detail_csv.py builds both on PostgreSQL and compares.
+server-side cursor on a connection of its own, in chunks, and written straight
+to the file, so memory stays flat however many coups there are and no Python
+object is made per cell. On other databases (SQLite) the rows go through
+csv.writer. Both give the same bytes: tests/reports/test_detail_csv.py builds
+both on PostgreSQL and compares.
 Progress is reported every PROGRESS_EVERY rows (a write per row would cost
 more than the row itself).
 """
@@ -129,7 +130,7 @@ def _write_python_rows(params, f, progress, using) -> int:
 # -- PostgreSQL: the line built in SQL ----------------------------------------
 #
 # How csv.writer (QUOTE_MINIMAL, "\r\n") and _cell write each value, in SQL:
-# - None -> "" (coalesce);
+# - None -> "" (concat writes a NULL as nothing);
 # - text is quoted when it holds a comma, a double quote, CR or LF, the
 #   quotes inside doubled (one test per row over all its text: most rows need
 #   no quoting and take the plain line);
