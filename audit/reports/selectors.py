@@ -215,6 +215,12 @@ def commission_report(
 ) -> CommissionReport:
     # One transaction: every query sees the same rollups.
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # A year is thousands of table-day groups: let the GROUP BY hash
+            # them in memory instead of spilling batches to disk (4 MB
+            # default; the planner guesses few groups).
+            with connection.cursor() as cur:
+                cur.execute("SET LOCAL work_mem = '64MB'")
         return _commission_report(from_day=from_day, to_day=to_day,
                                   group_by=group_by, table_ids=table_ids or None)
 
@@ -248,11 +254,12 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     if group_by != "gaming_day":
         rows = sorted(rows, key=lambda r: r.label)
 
+    used = versions_used(days_q)
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
-        flagged=_flagged(days_q, cell_findings, cell_counts), days=days,
+        flagged=_flagged(days_q, used, cell_findings, cell_counts), days=days,
         rules=rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
-                         versions_used(days_q)),
+                         used),
     )
 
 
@@ -318,20 +325,30 @@ def _part_rows(column: str, from_day: date, to_day: date, table_ids) -> list[Row
     return list(groups.values())
 
 
-def _flagged(days_q, findings: dict, counts: dict) -> list[Row]:
+def _flagged(days_q, used: Expectations, findings: dict, counts: dict) -> list[Row]:
     """The table-days whose commission lies outside its 95 % band, tested in
     the database: (commission - mean)^2 > 1.96^2 variance, exact in NUMERIC
     on PostgreSQL (the same test as Expectation.outside); only those rows come
-    back, with their findings and cagnotte counts."""
-    gap = F("s_commission") - F("s_lm")
-    cells = (days_q.values("table_id", "gaming_day").annotate(**SUMS)
-             .annotate(gap2=ExpressionWrapper(gap * gap, output_field=DecimalField()),
-                       limit=ExpressionWrapper(Value(Z95 * Z95) * F("s_lv"),
-                                               output_field=DecimalField()))
-             .filter(s_lv__gt=0, gap2__gt=F("limit"))
-             .values_list("table_id", "gaming_day", *SUMS)
-             .order_by("gaming_day", "table_id"))
-    rows = [_row((v[0], _day(v[1])), "", v[2:]) for v in cells]
+    back, with their findings and cagnotte counts. A table-day is one row per
+    house-rules version played that day: at a table that played one version
+    over the period each row is its table-day, tested as it is; the tables
+    that played several have their rows summed per table-day first."""
+    versions: dict[int, int] = defaultdict(int)
+    for r in used.rules.values():
+        versions[r.table_id] += 1
+    several = sorted(t for t, n in versions.items() if n > 1)
+    out = []
+    single = days_q.exclude(table_id__in=several) if several else days_q
+    columns = ["coups", "banker_wins", "punter_wins", "ties", "covered",
+               "commission", "covered_sq", "levy_mean", "levy_var"]
+    out += _outside(single.filter(levy_var__gt=0), columns, "commission",
+                    "levy_mean", "levy_var")
+    if several:
+        grouped = (days_q.filter(table_id__in=several)
+                   .values("table_id", "gaming_day").annotate(**SUMS))
+        out += _outside(grouped.filter(s_lv__gt=0), list(SUMS), "s_commission",
+                        "s_lm", "s_lv")
+    rows = [_row((v[0], _day(v[1])), "", v[2:]) for v in out]
     # SQLite compares doubles: keep only what the exact test says
     rows = [r for r in rows if r.outside]
     names = _labels("table", {r.key[0] for r in rows}) if rows else {}
@@ -341,6 +358,17 @@ def _flagged(days_q, findings: dict, counts: dict) -> list[Row]:
         if r.key in counts:
             r.counted, r.cagnotte_variance = counts[r.key]
     return sorted(rows, key=lambda r: (r.key[1], r.label))
+
+
+def _outside(rows, columns: list[str], commission: str, mean: str, var: str):
+    gap = F(commission) - F(mean)
+    return list(
+        rows.annotate(
+            gap2=ExpressionWrapper(gap * gap, output_field=DecimalField()),
+            limit=ExpressionWrapper(Value(Z95 * Z95) * F(var),
+                                    output_field=DecimalField()))
+        .filter(gap2__gt=F("limit"))
+        .values_list("table_id", "gaming_day", *columns).order_by())
 
 
 def _fold(into: Row, cell: Row) -> None:

@@ -278,3 +278,46 @@ def test_the_report_reads_rollups_not_coups(months, group_by):
     for name in ("tables_coup", "tables_stake", "tables_finding"):
         assert not any(f'"{name}"' in q or f" {name} " in q for q in sql), name
     assert len(sql) <= 16, sql
+
+
+@pytest.mark.tampers  # writes the table-day rows directly
+def test_a_table_day_of_two_versions_is_flagged_as_one_cell(manager):
+    """A table that played two house-rules versions on one gaming day has two
+    table-day rows: its band is tested on their sum, not row by row. At a
+    table of one version each row is its cell."""
+    from tables.services import table_create
+
+    two = table_create(user=manager, name="Two versions", device="t")
+    v1 = two.rules
+    with at(evening(DAY1, 8)):
+        v2 = house_rules_change(table=two, user=manager, reason="eight decks",
+                                decks=8)
+    one = table_create(user=manager, name="One version", device="t")
+
+    def row(table, rules, commission, day=DAY1):
+        return TableDayRollup.objects.create(
+            table=table, gaming_day=day, rules=rules, coups=100, banker_wins=46,
+            punter_wins=45, ties=9, covered=Decimal("10000"),
+            covered_sq=Decimal("1000000"), commission=Decimal(commission),
+            levy_mean=Decimal("230"), levy_var=Decimal("1241.1"))
+
+    # sd = sqrt(1241.1) = 35.23, band 230 +/- 69.05 per row
+    row(two, v1, "100.00")  # alone: outside (below)
+    row(two, v2, "360.00")  # alone: outside (above); the day's sum 460 = 2 x 230
+    row(two, v1, "230.00", day=DAY2)
+    row(two, v2, "20.00", day=DAY2)  # the day: 250 against 460 +/- 97.6: outside
+    row(one, one.rules, "100.00")  # outside
+    row(one, one.rules, "240.00", day=DAY2)  # inside
+
+    report = commission_report(from_day=DAY1, to_day=DAY2)
+    flagged = {(c.key[0], c.key[1]): c for c in report.flagged}
+    assert set(flagged) == {(two.pk, DAY2), (one.pk, DAY1)}
+    assert flagged[(two.pk, DAY2)].commission == Decimal("250.00")
+    assert flagged[(two.pk, DAY2)].coups == 200
+    # by hand: the cells the report flags are those the exact test flags
+    cells: dict = {}
+    for r in TableDayRollup.objects.all():
+        e = cells.setdefault((r.table_id, r.gaming_day), [Decimal(0), Expectation()])
+        e[0] += r.commission
+        e[1].merge(Expectation(r.levy_mean, r.levy_var))
+    assert {k for k, (c, e) in cells.items() if e.outside(c)} == set(flagged)
