@@ -160,13 +160,21 @@ def _sql(vendor: str, n_days: int, n_tables: int, split: bool) -> str:
         tables = ", ".join(["%s"] * n_tables)
         where += (f' AND c.shoe_id IN (SELECT s.id FROM "{s}" s JOIN "{t}" t'
                   f" ON t.id = s.session_id WHERE t.table_id IN ({tables}))")
-    return f"""SELECT c.id, c.shoe_id, CAST(c.gaming_day AS text), c.punter_cards{cast},
-        c.banker_cards{cast},
+    # The later revisions of the days' coups are among the days' rows: a
+    # correction keeps its coup's shoe, seq and gaming day (the only writer
+    # of revisions, tables/services/corrections.py). So one hash of them per
+    # query, not an index probe per coup.
+    later = f"""(SELECT shoe_id, seq, max(revision) AS top FROM "{c}"
+        WHERE gaming_day IN ({days}) AND revision > 1 GROUP BY shoe_id, seq)"""
+    # A coup's findings are written with it, in its transaction, and counted
+    # on it (finding_count): a coup without any is not looked up.
+    recorded = f"""CASE WHEN c.finding_count > 0 THEN
         (SELECT {agg}(r.code || ':' || r.side, ',') FROM "{f}" r
-         WHERE r.coup_id = c.id AND r.code IN ({codes}))
-        FROM "{c}" c WHERE {where}
-        AND NOT EXISTS (SELECT 1 FROM "{c}" n WHERE n.shoe_id = c.shoe_id
-                        AND n.seq = c.seq AND n.revision > c.revision)"""
+         WHERE r.coup_id = c.id AND r.code IN ({codes})) END"""
+    return f"""SELECT c.id, c.shoe_id, CAST(c.gaming_day AS text),
+        c.punter_cards{cast}, c.banker_cards{cast}, {recorded}
+        FROM "{c}" c LEFT JOIN {later} l ON l.shoe_id = c.shoe_id AND l.seq = c.seq
+        WHERE {where} AND (l.top IS NULL OR c.revision >= l.top)"""
 
 
 def _queries(cells, restrict: bool) -> Iterator[tuple[str, list, set]]:
@@ -182,7 +190,7 @@ def _queries(cells, restrict: bool) -> Iterator[tuple[str, list, set]]:
     for (part, parts), group in groups.items():
         days = sorted({day for _, day in group})
         tables = sorted({t for t, _ in group}) if restrict else []
-        params = [*days] + ([parts, part] if parts > 1 else []) + tables
+        params = [*days, *days] + ([parts, part] if parts > 1 else []) + tables
         sql = _sql(vendor, len(days), len(tables), parts > 1)
         yield sql, params, set(group)
 
