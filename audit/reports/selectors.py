@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 
-from django.db import connection, transaction
+from django.db import connections, transaction
 from django.db.models import (
     DecimalField,
     Exists,
@@ -38,6 +38,7 @@ from django.db.models import (
 )
 
 from audit.models import CagnotteCount
+from casino import replica
 from tables.models import (
     CroupierMonthRollup,
     DailyRollup,
@@ -213,8 +214,12 @@ def commission_report(
     group_by: str = "table",
     table_ids: list[int] | None = None,
 ) -> CommissionReport:
-    # One transaction: every query sees the same rollups.
-    with transaction.atomic():
+    # One transaction on the connection reads go to (the reports replica
+    # inside casino.replica.reading(), else default): every query sees the
+    # same rollups.
+    alias = replica.read_alias()
+    connection = connections[alias]
+    with transaction.atomic(using=alias):
         if connection.vendor == "postgresql":
             # A year is thousands of table-day groups: let the GROUP BY hash
             # them in memory instead of spilling batches to disk (4 MB
@@ -391,6 +396,7 @@ def _fold(into: Row, cell: Row) -> None:
 def findings_by(rows, columns: list[str]) -> dict[tuple, dict[str, int]]:
     """Sum the rollup rows' {code: n} maps per group, in the database
     (jsonb_each / json_each); only the rows with findings are read."""
+    connection = connections[replica.read_alias()]
     sql, params = rows.filter(~Q(findings={})).values("id").query.sql_with_params()
     table = rows.model._meta.db_table
     cols = ", ".join(f"r.{c}" for c in columns)

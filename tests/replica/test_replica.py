@@ -170,9 +170,6 @@ def test_a_report_reads_the_replica_and_equals_the_primarys(on_pair, kind):
     assert again.rows == job.rows > 0
 
 
-@pytest.mark.xfail(strict=True, reason="audit/reports/selectors.py reads on its "
-                   "own transaction and cursor on default: it is to take "
-                   "replica.read_alias() (the lead's rewrite)")
 def test_the_commission_report_reads_the_replica(on_pair, as_user):
     table = _play("Rep commission", DAY1, seed=12)
     on_pair.catch_up()
