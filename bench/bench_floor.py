@@ -424,6 +424,15 @@ def start_celery(nice: int) -> tuple[subprocess.Popen, Path]:
             stop_celery(proc)
             sys.exit(f"the Celery worker did not start; see {log}")
         time.sleep(0.2)
+    # Linux shares the CPU between sessions (autogroups) before it looks at
+    # a process's nice value: the worker, a session of its own, would take a
+    # third of the cores however nice. Its session is made nice as a whole
+    # (as a systemd unit's CPUWeight would).
+    try:
+        with open(f"/proc/{proc.pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError as exc:
+        print(f"note: the worker's autogroup stays at nice 0 ({exc})")
     return proc, log
 
 
