@@ -44,6 +44,7 @@ import io
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -137,6 +138,10 @@ class Dealer:
         return got
 
 
+def _text(cards: list[str]) -> str:
+    return '["' + '", "'.join(cards) + '"]'  # json.dumps's text, faster
+
+
 def deal(n: int, seed: int, first_id: int = 1, revision: int = 1, ids=None):
     """COPY n coups into the staging tables; returns the findings count."""
     from django.db import connection
@@ -157,7 +162,7 @@ def deal(n: int, seed: int, first_id: int = 1, revision: int = 1, ids=None):
             cid = ids[i] if ids is not None else first_id + i
             p, b = dealer.coup()
             pt, bt, outcome, nat, pc, bc, fs = dealer.judge(p, b)
-            coups.write(f"{cid}\t{revision}\t{json.dumps(p)}\t{json.dumps(b)}\t{pt}\t"
+            coups.write(f"{cid}\t{revision}\t{_text(p)}\t{_text(b)}\t{pt}\t"
                         f"{bt}\t{outcome}\t{nat}\t{pc}\t{bc}\t{len(fs)}\n")
             for code, sev, side, detail, msg in fs:
                 finds.write(f"{cid}\t{code}\t{sev}\t{side}\t{detail}\t{msg}\n")
@@ -264,6 +269,22 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _cpu_stall_us() -> int:
+    """Microseconds some runnable task waited for a CPU (Linux PSI), 0 if
+    the kernel does not say."""
+    try:
+        with open("/proc/pressure/cpu") as fh:
+            return int(fh.readline().split("total=")[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _task_seconds(logs: list[Path]) -> float:
+    """Seconds the workers spent inside re-audit chunk tasks (their logs)."""
+    pattern = re.compile(r"reports\.reaudit_chunk\[[^\]]+\] succeeded in ([0-9.]+)s")
+    return sum(float(m) for log in logs for m in pattern.findall(log.read_text()))
+
+
 def _machine_cpu() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine (/proc/stat)."""
     with open("/proc/stat") as fh:
@@ -349,6 +370,7 @@ def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> d
         before = {p: _cpu_of(p) for p in wpids}
         pg_before = _pg_cpu(dbname)
         busy0, total0 = _machine_cpu()
+        stall0 = _cpu_stall_us()
         t0 = time.perf_counter()
         kwargs = {"chunk_size": chunk_size} if chunk_size else {}
         run = reaudit_request(user=manager, from_day=START,
@@ -361,11 +383,13 @@ def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> d
             time.sleep(0.1)
         wall = time.perf_counter() - t0
         busy1, total1 = _machine_cpu()
+        stall = (_cpu_stall_us() - stall0) / 1e6
         worker_cpu = sum(_cpu_of(p) - before.get(p, 0.0) for p in wpids)
         pg_after = _pg_cpu(dbname)
         pg_cpu = sum(v - pg_before.get(p, 0.0) for p, v in pg_after.items())
     finally:
         workers.stop()
+    in_tasks = _task_seconds(workers.logs)
     run = ReauditRun.objects.get(pk=run.pk)
     if run.status != "done":
         sys.exit(f"re-audit failed: {run.error}")
@@ -377,9 +401,12 @@ def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> d
             "coups_per_s": round(run.coups_checked / elapsed),
             "findings": run.findings, "new": run.findings_new,
             "cleared": run.findings_cleared,
+            "worker_time_in_chunks_pct": round(100 * in_tasks / (n_workers * wall)),
             "cpu_s": {"workers": round(worker_cpu, 1), "postgres": round(pg_cpu, 1),
                       "machine_busy_pct": round(100 * (busy1 - busy0)
-                                                / max(1, total1 - total0), 1)}}
+                                                / max(1, total1 - total0), 1),
+                      "cpu_wait_pct": round(100 * stall / wall),
+                      "loadavg_1m_after": round(os.getloadavg()[0], 2)}}
 
 
 # -- the check ------------------------------------------------------------------
@@ -530,9 +557,12 @@ def main() -> None:
     for r in results:
         cpu = r["cpu_s"]
         share = cpu["workers"] / max(1e-9, r["seconds"] * r["workers"])
-        r["limit"] = (f"workers busy {share:.0%} of their time; PostgreSQL "
-                      f"{cpu['postgres']} CPU s; machine {cpu['machine_busy_pct']} %"
-                      " busy")
+        r["limit"] = (
+            f"workers in chunk tasks {r['worker_time_in_chunks_pct']} % of the "
+            f"time, on a CPU {share:.0%}; PostgreSQL {cpu['postgres']} CPU s "
+            f"(exited backends of every database included); machine "
+            f"{cpu['machine_busy_pct']} % busy, a task waiting for a CPU "
+            f"{cpu['cpu_wait_pct']} % of the time")
         print(f"{r['workers']} worker(s): {r['limit']}")
     OUT.write_text(json.dumps(out, indent=2, default=str))
     print(json.dumps({k: out[k] for k in ("engine_changes", "findings_equal",

@@ -237,7 +237,8 @@ CHANGES = {"appear": ["new"], "disappear": ["cleared"], "kept": ["kept"],
 class ReauditFindings(ListAPIView):
     """A run's findings that appear (new under its version) and disappear
     (recorded under the version the coup was checked against, gone under its
-    version), by gaming day and coup; `?change=kept` for the others."""
+    version), by gaming day and coup. The findings kept are counted on the
+    run (`kept`), not listed (`?change=kept` lists them for older runs)."""
 
     serializer_class = ReauditFindingSerializer
     permission_classes = [Can("report.read")]

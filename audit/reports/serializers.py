@@ -73,6 +73,9 @@ class ReauditRunSerializer(serializers.ModelSerializer):
         source="findings_cleared", read_only=True,
         help_text="Findings the coups were recorded with (under the version "
         "they were checked against) that the new version does not raise")
+    kept = serializers.SerializerMethodField(
+        help_text="Findings the new version raises that the coups were "
+        "recorded with: counted, not listed")
 
     class Meta:
         model = ReauditRun
@@ -80,10 +83,13 @@ class ReauditRunSerializer(serializers.ModelSerializer):
             "id", "from_day", "to_day", "tableau_version", "tables", "status",
             "percent", "chunks_total", "chunks_done", "coups_expected",
             "coups_checked", "findings", "findings_new", "findings_cleared",
-            "appear", "disappear", "error", "requested_at",
+            "appear", "disappear", "kept", "error", "requested_at",
             "dispatched_at", "started_at", "finished_at", "status_url",
             "findings_url",
         ]
+
+    def get_kept(self, run) -> int:
+        return run.findings - run.findings_new
 
     def get_status_url(self, run) -> str:
         return reverse("reports-api:reaudit", args=[run.pk])
@@ -120,7 +126,9 @@ class ReauditFindingSerializer(serializers.ModelSerializer):
 class ReauditFindingsQuerySerializer(serializers.Serializer):
     change = serializers.ChoiceField(
         choices=["appear", "disappear", "kept", "changed"], default="changed",
-        help_text="changed: appear and disappear")
+        help_text="changed: appear and disappear. kept: listed only by runs "
+        "made before kept findings were counted (the run's `kept`) instead "
+        "of written")
 
 
 class OddsQuerySerializer(serializers.Serializer):

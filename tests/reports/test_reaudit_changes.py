@@ -157,7 +157,8 @@ def assert_run_is_the_engine(run, want, kept):
 
 
 def test_the_run_writes_what_the_engine_changes(
-        croupier, pitboss, manager, variant, django_capture_on_commit_callbacks):
+        croupier, pitboss, manager, auditor, as_user, variant,
+        django_capture_on_commit_callbacks):
     mixed_night(croupier, pitboss)
     want, kept = engine_expected(VARIANT)
     # the corrected coups: only their latest revision is judged
@@ -169,6 +170,12 @@ def test_the_run_writes_what_the_engine_changes(
                               tableau_version=VARIANT, chunk_size=40)
     assert run.chunks_total > 4
     assert_run_is_the_engine(run, want, kept)
+    api = as_user(auditor).get(f"/api/v1/reports/reaudit/{run.pk}/").json()
+    new = sum(v[0] == "new" for v in want.values())
+    assert (api["appear"], api["disappear"], api["kept"]) == (
+        new, len(want) - new, kept)
+    listed = as_user(auditor).get(api["findings_url"] + "?page_size=1000").json()
+    assert listed["count"] == len(want)
     # delivered again, every chunk: done already, nothing more written
     before = written(run), ReauditRun.objects.filter(pk=run.pk).values().get()
     for index in range(run.chunks_total):
