@@ -1,11 +1,17 @@
 """Re-audit's inner loop: one chunk's coups read in one pass and judged again.
 
-Read: for each gaming day of the chunk (and each split cell), one SQL query
-on the reports connection (casino.replica.reports_alias(): the replica when
-there is one), from a server-side cursor on PostgreSQL, giving only what the
-judgement needs: the coup's id, its table, its cards as JSON text and the
-engine findings it was recorded with (ENGINE_CODES, as "code:side" text), for
-the current revisions only (no later revision of the same shoe and seq).
+Read: one SQL query for the chunk's whole gaming days (one per part of a
+split day) on the reports connection (casino.replica.reports_alias(): the
+replica when there is one), from a server-side cursor on PostgreSQL, giving
+only what the judgement needs: the coup's id, its shoe (mapped to its table
+once per chunk), its gaming day, its cards as JSON text and the engine
+findings it was recorded with (ENGINE_CODES, as "code:side" text), for the
+current revisions only (no later revision of the same shoe and seq, as
+tables.rollups.current_coups). Two facts of the write path keep it to one
+pass with no lookup per coup: a correction keeps its coup's shoe, seq and
+gaming day (so a day's later revisions are among the day's rows, hashed once
+per query), and a coup's findings are written with it and counted on it
+(finding_count: a coup with none is not looked up).
 
 Judge: the findings that depend on the tableau come from tables.chemmy's
 `evaluate`, never re-written here, but each distinct situation is evaluated
