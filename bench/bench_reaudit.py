@@ -44,9 +44,6 @@ import io
 import json
 import os
 import random
-import re
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -57,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("BENCH_DATABASE_URL",
                       "postgres://postgres@127.0.0.1:5432/bench_reaudit")
 import _benchdb  # noqa: E402
+import _workers  # noqa: E402
 import bench_reports  # noqa: E402  (its floor, _fill and rollups, reused)
 
 ROOT = _benchdb.ROOT
@@ -251,112 +249,6 @@ def load(n: int, seed: int, rules_id: int, croupiers) -> dict:
 # -- the runs -----------------------------------------------------------------
 
 
-def _cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) a process has used, 0 if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
-    except OSError:
-        return []
-
-
-def _cpu_stall_us() -> int:
-    """Microseconds some runnable task waited for a CPU (Linux PSI), 0 if
-    the kernel does not say."""
-    try:
-        with open("/proc/pressure/cpu") as fh:
-            return int(fh.readline().split("total=")[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _task_seconds(logs: list[Path]) -> float:
-    """Seconds the workers spent inside re-audit chunk tasks (their logs)."""
-    pattern = re.compile(r"reports\.reaudit_chunk\[[^\]]+\] succeeded in ([0-9.]+)s")
-    return sum(float(m) for log in logs for m in pattern.findall(log.read_text()))
-
-
-def _machine_cpu() -> tuple[float, float]:
-    """(busy, total) jiffies of the whole machine (/proc/stat)."""
-    with open("/proc/stat") as fh:
-        values = [int(x) for x in fh.readline().split()[1:]]
-    idle = values[3] + values[4]
-    return sum(values) - idle, sum(values)
-
-
-class Workers:
-    """`celery -A casino worker` processes on the bench database and Redis,
-    concurrency 1 each, started here and stopped by PID."""
-
-    def __init__(self, n: int, redis: str, url: str):
-        self.procs: list[subprocess.Popen] = []
-        self.logs: list[Path] = []
-        env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": redis,
-               "CELERY_TASK_ALWAYS_EAGER": "0", "CONN_MAX_AGE": "600",
-               "LOG_LEVEL": "WARNING"}
-        celery = Path(sys.executable).with_name("celery")
-        for i in range(n):
-            log = _benchdb.OUT_DIR / f"reaudit-worker-{i + 1}.log"
-            self.logs.append(log)
-            with open(log, "wb") as out:
-                self.procs.append(subprocess.Popen(
-                    [str(celery), "-A", "casino", "worker", "--concurrency=1",
-                     "--without-gossip", "--without-mingle", "--without-heartbeat",
-                     "--loglevel=INFO", "-n", f"bench-reaudit-{i + 1}@%h"],
-                    cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                    start_new_session=True))
-        deadline = time.monotonic() + 90
-        for proc, log in zip(self.procs, self.logs, strict=True):
-            while b"ready." not in log.read_bytes():
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    sys.exit(f"worker did not start:\n{log.read_text()[-2000:]}")
-                time.sleep(0.2)
-
-    def pids(self) -> list[int]:
-        return [q for p in self.procs for q in (p.pid, *_children(p.pid))]
-
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-
-
-def _pg_cpu(dbname: str) -> dict[int, float]:
-    """CPU seconds of this database's live backends, and under key 0 of every
-    backend that has exited (the postmaster's children's times: a worker
-    reconnects for each task, as Celery's Django fixup closes connections;
-    other databases' exited backends count here too)."""
-    from django.db import connection
-
-    with connection.cursor() as cur:
-        cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [dbname])
-        pids = [r[0] for r in cur.fetchall()]
-        cur.execute("SELECT pg_backend_pid()")
-        me = cur.fetchone()[0]
-    with open(f"/proc/{me}/stat") as fh:
-        postmaster = int(fh.read().rsplit(")", 1)[1].split()[1])
-    with open(f"/proc/{postmaster}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    reaped = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
-    return {0: reaped, **{p: _cpu_of(p) for p in pids}}
-
-
 def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> dict:
     from django.db import connection
 
@@ -364,13 +256,13 @@ def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> d
     from audit.reports.reaudit import reaudit_request
 
     dbname = url.rsplit("/", 1)[-1]
-    workers = Workers(n_workers, redis, url)
+    workers = _workers.Workers(n_workers, redis, url)
     try:
         wpids = workers.pids()
-        before = {p: _cpu_of(p) for p in wpids}
-        pg_before = _pg_cpu(dbname)
-        busy0, total0 = _machine_cpu()
-        stall0 = _cpu_stall_us()
+        before = {p: _workers.cpu_of(p) for p in wpids}
+        pg_before = _workers.pg_cpu(dbname)
+        busy0, total0 = _workers.machine_cpu()
+        stall0 = _workers.cpu_stall_us()
         t0 = time.perf_counter()
         kwargs = {"chunk_size": chunk_size} if chunk_size else {}
         run = reaudit_request(user=manager, from_day=START,
@@ -382,14 +274,14 @@ def reaudit_once(n_workers: int, redis: str, url: str, manager, chunk_size) -> d
                 break
             time.sleep(0.1)
         wall = time.perf_counter() - t0
-        busy1, total1 = _machine_cpu()
-        stall = (_cpu_stall_us() - stall0) / 1e6
-        worker_cpu = sum(_cpu_of(p) - before.get(p, 0.0) for p in wpids)
-        pg_after = _pg_cpu(dbname)
+        busy1, total1 = _workers.machine_cpu()
+        stall = (_workers.cpu_stall_us() - stall0) / 1e6
+        worker_cpu = sum(_workers.cpu_of(p) - before.get(p, 0.0) for p in wpids)
+        pg_after = _workers.pg_cpu(dbname)
         pg_cpu = sum(v - pg_before.get(p, 0.0) for p, v in pg_after.items())
     finally:
         workers.stop()
-    in_tasks = _task_seconds(workers.logs)
+    in_tasks = _workers.task_seconds(workers.logs)
     run = ReauditRun.objects.get(pk=run.pk)
     if run.status != "done":
         sys.exit(f"re-audit failed: {run.error}")
