@@ -232,15 +232,13 @@ def commission_report(
 
 def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionReport:
     days_q = _rows(TableDayRollup, "gaming_day", from_day, to_day, table_ids)
-    # per table-day, the findings and the cagnotte counts: one query each,
-    # summed here for the days, the tables, the total and the flagged cells
-    cell_findings = findings_by(days_q, ["table_id", "gaming_day"])
-    cell_counts = cagnotte_sums(from_day, to_day, table_ids)
+    counts = _latest_counts(from_day, to_day, table_ids)
 
     # the day chart and the total: one row per gaming day
     days = [_row(_day(v[0]), _day(v[0]).isoformat(), v[1:])
             for v in _sums(days_q, ["gaming_day"])]
-    _attach(days, 1, cell_findings, cell_counts)
+    _attach(days, findings_by(days_q, ["gaming_day"]),
+            cagnotte_by(counts, ["gaming_day"]))
     total = Row("total", "Total")
     for d in days:
         _fold(total, d)
@@ -250,7 +248,8 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
         rows = days
     elif group_by == "table":
         rows = [_row(v[0], "", v[1:]) for v in _sums(days_q, ["table_id"])]
-        _attach(rows, 0, cell_findings, cell_counts)
+        _attach(rows, findings_by(days_q, ["table_id"]),
+                cagnotte_by(counts, ["table_id"]))
     else:
         rows = _part_rows(GROUPS[group_by], from_day, to_day, table_ids)
     labels = _labels(group_by, [r.key for r in rows])
@@ -262,7 +261,7 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     used = versions_used(days_q)
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
-        flagged=_flagged(days_q, used, cell_findings, cell_counts), days=days,
+        flagged=_flagged(days_q, used, counts), days=days,
         rules=rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
                          used),
     )
@@ -276,20 +275,11 @@ def _rows(model, day_column: str, first: date, last: date, table_ids):
     return rows
 
 
-def _attach(rows: list[Row], part: int, findings: dict, counts: dict) -> None:
-    """Each row's findings and cagnotte counts, summed from the table-day
-    cells whose key part ``part`` (0 table, 1 gaming day) is the row's key."""
-    by_key = {r.key: r for r in rows}
-    for key, codes in findings.items():
-        row = by_key.get(key[part])
-        if row is not None:
-            for code, n in codes.items():
-                row.findings[code] = row.findings.get(code, 0) + n
-    for key, (counted, variance) in counts.items():
-        row = by_key.get(key[part])
-        if row is not None:
-            row.counted = (row.counted or ZERO) + counted
-            row.cagnotte_variance = (row.cagnotte_variance or ZERO) + variance
+def _attach(rows: list[Row], findings: dict, counts: dict) -> None:
+    for r in rows:
+        r.findings = findings.get((r.key,), {})
+        if (r.key,) in counts:
+            r.counted, r.cagnotte_variance = counts[(r.key,)]
 
 
 def whole_months(first: date, last: date) -> tuple[date, date] | None:
@@ -330,7 +320,7 @@ def _part_rows(column: str, from_day: date, to_day: date, table_ids) -> list[Row
     return list(groups.values())
 
 
-def _flagged(days_q, used: Expectations, findings: dict, counts: dict) -> list[Row]:
+def _flagged(days_q, used: Expectations, counts) -> list[Row]:
     """The table-days whose commission lies outside its 95 % band, tested in
     the database: (commission - mean)^2 > 1.96^2 variance, exact in NUMERIC
     on PostgreSQL (the same test as Expectation.outside); only those rows come
@@ -346,8 +336,10 @@ def _flagged(days_q, used: Expectations, findings: dict, counts: dict) -> list[R
     single = days_q.exclude(table_id__in=several) if several else days_q
     columns = ["coups", "banker_wins", "punter_wins", "ties", "covered",
                "commission", "covered_sq", "levy_mean", "levy_var"]
-    out += _outside(single.filter(levy_var__gt=0), columns, "commission",
-                    "levy_mean", "levy_var")
+    single_rows = _outside(single.filter(levy_var__gt=0), ["id", *columns],
+                           "commission", "levy_mean", "levy_var")
+    out += [v[:2] + v[3:] for v in single_rows]
+    ids = {(v[0], _day(v[1])): v[2] for v in single_rows}
     if several:
         grouped = (days_q.filter(table_id__in=several)
                    .values("table_id", "gaming_day").annotate(**SUMS))
@@ -356,12 +348,25 @@ def _flagged(days_q, used: Expectations, findings: dict, counts: dict) -> list[R
     rows = [_row((v[0], _day(v[1])), "", v[2:]) for v in out]
     # SQLite compares doubles: keep only what the exact test says
     rows = [r for r in rows if r.outside]
-    names = _labels("table", {r.key[0] for r in rows}) if rows else {}
+    if not rows:
+        return []
+    # their findings and cagnotte counts: those table-days' rows only (by id
+    # where a table-day is one row)
+    keys = {r.key for r in rows}
+    tables, days = {k[0] for k in keys}, {k[1] for k in keys}
+    cells = Q(pk__in=[ids[k] for k in keys if k in ids])
+    if several:
+        cells |= Q(table_id__in=several, gaming_day__in=days)
+    findings = findings_by(days_q.filter(cells), ["table_id", "gaming_day"])
+    counted = cagnotte_by(counts.filter(session__table_id__in=tables,
+                                        session__gaming_day__in=days),
+                          ["table_id", "gaming_day"])
+    names = _labels("table", tables)
     for r in rows:
         r.label = f"{names.get(r.key[0], r.key[0])} {r.key[1].isoformat()}"
-        r.findings = dict(findings.get(r.key, {}))
-        if r.key in counts:
-            r.counted, r.cagnotte_variance = counts[r.key]
+        r.findings = findings.get(r.key, {})
+        if r.key in counted:
+            r.counted, r.cagnotte_variance = counted[r.key]
     return sorted(rows, key=lambda r: (r.key[1], r.label))
 
 
@@ -421,10 +426,9 @@ def _day(v):
     return date.fromisoformat(v) if isinstance(v, str) else v
 
 
-def cagnotte_sums(from_day, to_day, table_ids) -> dict[tuple, tuple]:
-    """(table, gaming day) -> (counted, counted - computed), from the latest
-    count of each session of that gaming day (a recount replaces a count),
-    summed in the database."""
+def _latest_counts(from_day, to_day, table_ids):
+    """The latest cagnotte count of each session of the period (a recount
+    replaces a count)."""
     later = CagnotteCount.objects.filter(session=OuterRef("session")).filter(
         Q(counted_at__gt=OuterRef("counted_at"))
         | Q(counted_at=OuterRef("counted_at"), pk__gt=OuterRef("pk")))
@@ -433,11 +437,17 @@ def cagnotte_sums(from_day, to_day, table_ids) -> dict[tuple, tuple]:
         session__gaming_day__lte=to_day)
     if table_ids:
         latest = latest.filter(session__table_id__in=table_ids)
-    rows = (latest.values("session__table_id", "session__gaming_day")
-            .annotate(c=Sum("counted"), v=Sum("variance"))
-            .values_list("session__table_id", "session__gaming_day", "c", "v")
-            .order_by())
-    return {(t, _day(d)): (_money(c), _money(v)) for t, d, c, v in rows}
+    return latest
+
+
+def cagnotte_by(counts, columns: list[str]) -> dict[tuple, tuple]:
+    """(group) -> (counted, counted - computed), summed in the database per
+    table, gaming day or table-day of the counted sessions."""
+    paths = [f"session__{c}" for c in columns]
+    rows = (counts.values(*paths).annotate(c=Sum("counted"), v=Sum("variance"))
+            .values_list(*paths, "c", "v").order_by())
+    return {tuple(_day(k) for k in r[:-2]): (_money(r[-2]), _money(r[-1]))
+            for r in rows}
 
 
 def _money(v) -> Decimal:
