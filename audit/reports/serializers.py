@@ -54,7 +54,7 @@ class ReauditRequestSerializer(serializers.Serializer):
     tableau_version = CharField(
         required=False, default="", allow_blank=True
     )
-    chunk_size = IntegerField(required=False, default=10_000)
+    chunk_size = IntegerField(required=False, default=30_000)
     tables = serializers.ListField(
         child=IntegerField(min_value=1), required=False, default=list,
         help_text="Table ids; empty for every table.",
