@@ -574,21 +574,26 @@ def main() -> None:
     gunicorn = argparse.Namespace(worker_class="gthread", workers=args.workers,
                                   threads=args.threads)
     proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log")
-    celery, _ = start_celery(args.worker_nice)
-    print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
-          f"(pid {celery.pid}, 1 pool process, nice {args.worker_nice})", flush=True)
-    rec = Record()
-    behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
-                                   timeout_rate=args.timeout_rate)
-    tables = []
-    for i, o in enumerate(opened):
-        rng = random.Random(zlib.crc32(f"floor-{i}".encode()))
-        state = _tablets.TableState(o["table"], o["session"], o["shoe"])
-        tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
-        tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
-                                o["shoe"]))
+    try:  # a SIGTERM from here on still stops what was started
+        celery, _ = start_celery(args.worker_nice)
+    except BaseException:
+        _server.stop(proc)
+        raise
     report_job: dict = {}
     try:
+        print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
+              f"(pid {celery.pid}, 1 pool process, nice {args.worker_nice})",
+              flush=True)
+        rec = Record()
+        behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
+                                       timeout_rate=args.timeout_rate)
+        tables = []
+        for i, o in enumerate(opened):
+            rng = random.Random(zlib.crc32(f"floor-{i}".encode()))
+            state = _tablets.TableState(o["table"], o["session"], o["shoe"])
+            tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
+            tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
+                                    o["shoe"]))
         browsers = []
         for i in range(args.bosses):  # signed in before the window
             b = Browser(port)
