@@ -1,9 +1,9 @@
 """A 500-table floor on one box (issue 15): tablets, pit bosses and a manager
 at once, through gunicorn on PostgreSQL, with a real Celery worker.
 
-Run from the project root (take the bench lock for figures):
+Run from the project root, alone on the machine for figures:
 
-    flock /work/notes/bench.lock .venv/bin/python bench/bench_floor.py
+    .venv/bin/python bench/bench_floor.py
         [--tables 500] [--duration 60] [--bosses 20] [--history-days 30]
         [--history-coups 60] [--workers 3] [--threads 4]
 

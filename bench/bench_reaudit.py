@@ -2,7 +2,6 @@
 then 2 Celery workers; the findings checked against a plain engine run.
 
     .venv/bin/python bench/bench_reaudit.py [--coups 1000000] [--reuse]
-    flock /work/notes/bench.lock .venv/bin/python bench/bench_reaudit.py ...
 
 The database (bench_reaudit, dropped and re-created; BENCH_DATABASE_URL to
 change it) gets bench_reports' floor: 20 tables x 365 gaming days, one
