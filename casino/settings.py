@@ -276,6 +276,17 @@ if not 0 <= FLAGS_PAGE_SYNC_SECONDS <= 300:
         "Environment variable FLAGS_PAGE_SYNC_SECONDS: seconds from 0 to 300"
     )
 
+# The floor's cards and the review queue are rendered once and shared by
+# every pit boss, manager and auditor who loads them within this many seconds
+# (audit/pages/shared.py; 0: each request renders its own). A table opened or
+# closed and a flag raised or decided show at once whatever it is; a coup, at
+# most this late.
+FLOOR_SHARE_SECONDS = _read("FLOOR_SHARE_SECONDS", env.int, default=2)
+if not 0 <= FLOOR_SHARE_SECONDS <= 60:
+    raise ImproperlyConfigured(
+        "Environment variable FLOOR_SHARE_SECONDS: seconds from 0 to 60"
+    )
+
 REDIS_URL = _read("REDIS_URL", env.str, default="")
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(

@@ -58,9 +58,7 @@ class FloorView(APIView):
                    summary="Every open table, refreshed by the floor page")
     def get(self, request):
         services.flags_sync(wait=False)
-        rows = selectors.floor_tables()
-        for r in rows:
-            r["croupier"] = str(r["croupier"]) if r["croupier"] else None
+        rows = selectors.floor_tables()  # croupier: his user name
         return Response(s.FloorTableSerializer(rows, many=True).data)
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -23,13 +26,24 @@ from tables.models import Table
 from .. import selectors, services, stats
 from ..forms import CroupierForm, QueueForm, StatsForm
 from .sessions import hand_over_refusal
+from .shared import shared
+
+
+def _floor_tables_html(request) -> str:
+    """The open tables' cards, shared between the floor's readers for a few
+    seconds (audit/pages/shared.py)."""
+    return shared("tables", lambda: render_to_string(
+        "audit/_floor_tables.html", {"rows": selectors.floor_tables()}, request))
 
 
 @route_page
 def floor(request):
     services.flags_sync(wait=False)
     return render(request, "audit/floor.html", {
-        "rows": selectors.floor_tables(), "closing": selectors.closing_work(),
+        "tables_html": _floor_tables_html(request),
+        "closing_html": shared("closing", lambda: render_to_string(
+            "audit/_floor_closing.html", {"closing": selectors.closing_work()},
+            request)),
         "idle": selectors.idle_tables(), "croupier_form": CroupierForm(),
         "may_open": has_capability(request.user, "session.open"),
     })
@@ -65,8 +79,7 @@ def session_open(request, pk: int):
 def floor_tables(request):
     """The part of the floor page htmx swaps in every few seconds."""
     services.flags_sync(wait=False)
-    return render(request, "audit/_floor_tables.html",
-                  {"rows": selectors.floor_tables()})
+    return HttpResponse(_floor_tables_html(request))
 
 
 @route_page
@@ -78,17 +91,26 @@ def queue(request):
     form = QueueForm(params)
     form.is_valid()
     d = {k: v for k, v in form.cleaned_data.items() if v not in (None, "")}
-    f = selectors.QueueFilter(**{"status": None, **d})
-    page = Paginator(selectors.flag_queue(f), 50).get_page(request.GET.get("page"))
-    counts = selectors.flag_counts(f)
-    for name, options in counts.items():  # hundreds of tables: said once here
-        chosen = str(d[name]) if name in d else None
-        for o in options:
-            o["selected"] = chosen is not None and str(o["value"]) == chosen
+    page_number = request.GET.get("page")
+    # The links keep the filters as understood (not as typed: the body is
+    # shared, and another reader's junk parameters have no place in it).
+    kept = {k: "" if v is None else str(v)
+            for k, v in form.cleaned_data.items() if k in params}
+    query = urlencode(kept)
+
+    def build() -> str:
+        f = selectors.QueueFilter(**{"status": None, **d})
+        page = Paginator(selectors.flag_queue(f), 50).get_page(page_number)
+        counts = selectors.flag_counts(f)
+        for name, options in counts.items():  # hundreds of tables: said once
+            chosen = str(d[name]) if name in d else None
+            for o in options:
+                o["selected"] = chosen is not None and str(o["value"]) == chosen
+        return render_to_string("audit/_queue_body.html", {
+            "page": page, "counts": counts, "query": query}, request)
+
     return render(request, "audit/queue.html", {
-        "form": form, "page": page, "counts": counts, "current": d,
-        "query": params.urlencode(),
-    })
+        "body": shared("queue", build, f"{sorted(kept.items())}|{page_number}")})
 
 
 @route_page

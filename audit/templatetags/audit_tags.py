@@ -55,15 +55,16 @@ def get(mapping, key):
 
 
 def floor_card_key(r: dict) -> tuple:
-    """Everything the card of floor row `r` shows, and what its rendering
-    depends on besides (language, time zone, URL prefix)."""
-    session, turn, shoe, croupier = r["session"], r["turn"], r["shoe"], r["croupier"]
+    """Everything the card of floor row `r` (selectors.floor_tables) shows,
+    and what its rendering depends on besides (language, time zone, URL
+    prefix)."""
+    session, turn, shoe = r["session"], r["turn"], r["shoe"]
     return (
         translation.get_language(), timezone.get_current_timezone_name(),
-        get_script_prefix(), session.pk, session.gaming_day, session.opened_at,
-        r["table"].pk, r["table"].name, None if croupier is None else str(croupier),
-        None if turn is None else (turn.seat, turn.bank), r["coups"],
-        None if shoe is None else (shoe.number, shoe.cards_left),
+        get_script_prefix(), session["pk"], session["gaming_day"],
+        session["opened_at"], r["table"]["pk"], r["table"]["name"], r["croupier"],
+        None if turn is None else (turn["seat"], turn["bank"]), r["coups"],
+        None if shoe is None else (shoe["number"], shoe["cards_left"]),
         r["critical"], r["warning"],
     )
 

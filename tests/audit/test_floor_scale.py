@@ -49,7 +49,8 @@ def queries(client, path: str) -> list[str]:
 
 
 def test_the_floor_reads_as_many_queries_for_50_tables_as_for_5(
-        client, pitboss, manager, croupier):
+        client, pitboss, manager, croupier, settings):
+    settings.FLOOR_SHARE_SECONDS = 0  # every read renders (what is counted)
     client.force_login(pitboss)
     open_tables(manager, croupier, pitboss, 0, 5)
     for path in PAGES:
@@ -104,7 +105,8 @@ def test_a_corrected_coup_counts_once_on_the_floor(shoe, turn, deal, pitboss):
 
 
 def test_a_card_is_rendered_again_when_its_table_changes(
-        client, pitboss, shoe, turn, deal):
+        client, pitboss, shoe, turn, deal, settings):
+    settings.FLOOR_SHARE_SECONDS = 0  # no shared copy: the card's own cache
     client.force_login(pitboss)
     part = client.get("/floor/tables/").content.decode()
     assert "<dd>0</dd>" in part and "<dd>1000.00</dd>" in part

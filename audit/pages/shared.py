@@ -1,0 +1,84 @@
+"""The floor's and the review queue's content, rendered once and shared by
+every pit boss, manager and auditor who loads it within a few seconds.
+
+Twenty pit bosses each loading the floor and the queue every five seconds
+made eight renderings a second of the same 500 tables and the same queue, the
+web's whole CPU on two cores (bench/bench_floor.py). What those parts show
+does not depend on who reads them: every role that may open them reads the
+whole floor (tables.services.access.floor_wide), and they hold no form token
+or user name. So the first request renders them and keeps the HTML in the
+cache (Redis, shared by every web process) for settings.FLOOR_SHARE_SECONDS;
+the others within that time get the same HTML.
+
+A shared copy is never older than FLOOR_SHARE_SECONDS, and it is also
+dropped at once when what a pit boss does changes it: the key holds the
+language, the time zone and the URL prefix it was rendered for, the query
+(the queue's filters and page), and a fingerprint of the state read in one
+cheap query — the open sessions (a table opened or closed), the last flag
+event (a flag raised, confirmed, dismissed, resolved or moved) and the last
+cagnotte count and attestation (the floor's list of boxes to count). A coup shows
+on the floor within FLOOR_SHARE_SECONDS; a decision in the queue at once.
+
+With FLOOR_SHARE_SECONDS = 0, or the cache down, every request renders its
+own (as before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.urls import get_script_prefix
+from django.utils import timezone, translation
+from django.utils.safestring import SafeString, mark_safe
+
+from tables.models import TableSession
+
+from ..models import CagnotteAttestation, CagnotteCount, Flag, FlagEvent
+
+log = logging.getLogger(__name__)
+
+
+def fingerprint() -> tuple:
+    """(open sessions, then the last id of: sessions, flags, flag events,
+    cagnotte counts, their attestations): index probes, one round trip."""
+    last = [m._meta.db_table for m in (TableSession, Flag, FlagEvent,
+                                        CagnotteCount, CagnotteAttestation)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT (SELECT count(*) FROM "{last[0]}" WHERE closed_at IS NULL), '
+            + ", ".join(f'(SELECT max(id) FROM "{t}")' for t in last))
+        return tuple(cursor.fetchone())
+
+
+def _key(kind: str, query: str) -> str:
+    parts = (translation.get_language(), timezone.get_current_timezone_name(),
+             get_script_prefix(), query, fingerprint())
+    digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+    return f"floor-share:{kind}:{digest}"
+
+
+def shared(kind: str, build: Callable[[], str], query: str = "") -> SafeString:
+    """`build()`'s HTML (an escaped template rendering), or the copy another
+    request of the same kind, query, language, time zone and state rendered
+    less than FLOOR_SHARE_SECONDS ago."""
+    seconds = settings.FLOOR_SHARE_SECONDS
+    if not seconds:
+        return mark_safe(build())
+    key = _key(kind, query)
+    try:
+        html = cache.get(key)
+    except Exception as exc:  # Redis down: every request renders its own
+        log.warning("floor share: the cache cannot be read (%s)", exc)
+        return mark_safe(build())
+    if html is None:
+        html = build()
+        try:
+            cache.set(key, html, seconds)
+        except Exception as exc:
+            log.warning("floor share: the cache cannot be written (%s)", exc)
+    return mark_safe(html)
