@@ -173,18 +173,21 @@ def deal(n: int, seed: int, first_id: int = 1, revision: int = 1, ids=None):
     return found
 
 
-def _coup_columns(rules_id: int, croupiers, *, with_id: bool) -> tuple[str, str]:
+def _coup_columns(t0: int, croupiers, *, with_id: bool) -> tuple[str, str]:
     """tables_coup's columns from bench_deal d: coup number d.id (1-based) is
     at cell (d.id - 1) % CELLS as bench_reports lays them out; a revision 2
-    takes the corrected coup's shoe and seq, and an id of its own."""
-    from tables.models import Coup
+    takes the corrected coup's shoe and seq, and an id of its own. t0: the
+    first table's id (each coup under its table's own house rules)."""
+    from tables.models import Coup, Table
 
     g = "(d.id - 1)::int4"
     day = f"DATE '{START}' + (({g} % {CELLS}) / {bench_reports.TABLES})"
     given = {
         "shoe_id": f"{g} % {CELLS} + 1", "turn_id": f"{g} % {CELLS} + 1",
         "seq": f"({g} / {CELLS} + 1)", "revision": "d.rev",
-        "rules_id": str(rules_id), "tableau_version": f"'{STANDARD}'",
+        "rules_id": f"(SELECT r.rules_id FROM {Table._meta.db_table} r WHERE r.id "
+                    f"= {t0} + ({g} % {CELLS}) % {bench_reports.TABLES})",
+        "tableau_version": f"'{STANDARD}'",
         "gaming_day": day,
         "created_at": f"({day})::timestamptz + interval '20 hours' "
                       f"+ ({g} / {CELLS}) * interval '1 second'",
@@ -202,7 +205,7 @@ def _coup_columns(rules_id: int, croupiers, *, with_id: bool) -> tuple[str, str]
     return bench_reports._fill(Coup, given)
 
 
-def load(n: int, seed: int, rules_id: int, croupiers) -> dict:
+def load(n: int, seed: int, t0: int, croupiers) -> dict:
     """n coups dealt and stored, then one in 500 given a revision 2."""
     from django.db import connection
 
@@ -216,7 +219,7 @@ def load(n: int, seed: int, rules_id: int, croupiers) -> dict:
         "side": "f.side", "detail": "f.detail::jsonb", "message": "f.message",
         "tableau_version": f"'{STANDARD}'"})
     with connection.cursor() as cur:
-        cols, exprs = _coup_columns(rules_id, croupiers, with_id=True)
+        cols, exprs = _coup_columns(t0, croupiers, with_id=True)
         cur.execute(f"INSERT INTO {c} ({cols}) SELECT {exprs} FROM bench_deal d "
                     "ORDER BY d.id")
         cur.execute(f"INSERT INTO {f} ({fcols}) SELECT {fexprs} FROM bench_found f "
@@ -227,7 +230,7 @@ def load(n: int, seed: int, rules_id: int, croupiers) -> dict:
         # the corrections: a revision 2 of every 500th coup, other cards
         fixed = list(range(7, n + 1, round(1 / CORRECTED)))
         deal(len(fixed), seed + 1, revision=2, ids=fixed)
-        cols, exprs = _coup_columns(rules_id, croupiers, with_id=False)
+        cols, exprs = _coup_columns(t0, croupiers, with_id=False)
         cur.execute(f"INSERT INTO {c} ({cols}) SELECT {exprs} FROM bench_deal d "
                     "ORDER BY d.id")
         cur.execute(f"INSERT INTO {f} ({fcols}) SELECT {fexprs} FROM bench_found f "
@@ -413,8 +416,8 @@ def main() -> None:
         django.setup()
     else:
         _benchdb.recreate_database(url)
-        _t0, rules_id, croupiers = bench_reports.setup_floor()
-        loaded = load(args.coups, args.seed, rules_id, croupiers)
+        t0, _, croupiers = bench_reports.setup_floor()
+        loaded = load(args.coups, args.seed, t0, croupiers)
         print(json.dumps({"loaded": loaded}), flush=True)
     from django.contrib.auth import get_user_model
 

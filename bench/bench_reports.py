@@ -118,14 +118,14 @@ def setup_floor(*, tables: int = TABLES, days: int = DAYS, start: date = START,
     return t0, made[0].rules_id, [c.pk for c in croupiers]
 
 
-def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers, *,
+def load_coups(first: int, last: int, t0: int, croupiers, *,
                tables: int = TABLES, days: int = DAYS, start: date = START) -> float:
     """Coups number first..last (0-based): coup n is at cell n % cells and is
     that shoe's coup number n // cells + 1 (cells: tables x days, as
     setup_floor made them; croupiers: user ids in a row)."""
     from django.db import connection
 
-    from tables.models import Coup, Finding
+    from tables.models import Coup, Finding, Table
 
     cells = tables * days
     seq = f"(g / {cells} + 1)"
@@ -136,7 +136,10 @@ def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers, *,
     covered = "(10 * (1 + abs(hashtext('c' || g)) % 50))"
     given = {
         "shoe_id": f"g % {cells} + 1", "turn_id": f"g % {cells} + 1", "seq": seq,
-        "revision": "1", "rules_id": str(rules_id),
+        "revision": "1",
+        # each table's own house rules (table_create gave each its version 1)
+        "rules_id": f"(SELECT r.rules_id FROM {Table._meta.db_table} r "
+                    f"WHERE r.id = {t0} + (g % {cells}) % {tables})",
         "tableau_version": "'chemmy-standard-1'",
         "gaming_day": f"DATE '{start}' + ((g % {cells}) / {tables})",
         "created_at": f"(DATE '{start}' + ((g % {cells}) / {tables}))::timestamptz"
@@ -172,7 +175,7 @@ def load_coups(first: int, last: int, t0: int, rules_id: int, croupiers, *,
     return time.perf_counter() - began
 
 
-def build_rollups(rules_id: int | None = None) -> float:
+def build_rollups() -> float:
     """The rollups from the coups, in SQL (what rollup_apply keeps up to date
     coup by coup)."""
     from django.db import connection
@@ -224,30 +227,29 @@ def build_rollups(rules_id: int | None = None) -> float:
               s.levy_mean, s.levy_var, coalesce(codes.findings, '{{}}'::jsonb)
             FROM sums s LEFT JOIN codes USING (table_id, gaming_day, croupier,
                                                banker_seat)""")
-    if rules_id is None:  # the floor plays one version: its coups say which
-        with connection.cursor() as cur:
-            cur.execute(f"SELECT rules_id FROM {c} LIMIT 1")
-            rules_id = (cur.fetchone() or [0])[0]
-    return derive_grains(rules_id) + time.perf_counter() - start
+    return derive_grains() + time.perf_counter() - start
 
 
-def derive_grains(rules_id: int) -> float:
+def derive_grains() -> float:
     """The coarser grains the reports read (tables/rollups.py GRAINS) from the
     cells, in SQL: what the coup path adds to each as it writes a coup (the
-    bench's floor plays one house-rules version)."""
+    table-day rows keyed by each table's own house rules, as its coups are)."""
     from django.db import connection
 
     from tables.models import (
         CroupierMonthRollup,
         DailyRollup,
         SeatMonthRollup,
+        Table,
         TableDayRollup,
     )
 
     daily = DailyRollup._meta.db_table
     month = "date_trunc('month', gaming_day)::date"
     grains = (
-        (TableDayRollup, ("gaming_day", "rules_id"), ("gaming_day", str(rules_id))),
+        (TableDayRollup, ("gaming_day", "rules_id"),
+         ("gaming_day", f"(SELECT t.rules_id FROM {Table._meta.db_table} t "
+                        "WHERE t.id = r.table_id)")),
         (CroupierMonthRollup, ("month", "croupier_id"), (month, "croupier_id")),
         (SeatMonthRollup, ("month", "banker_seat"), (month, "banker_seat")),
     )
@@ -272,7 +274,7 @@ def derive_grains(rules_id: int) -> float:
                 sums AS (
                   SELECT table_id, {keys}, {", ".join(f"sum({n}) AS {n}"
                                                       for n in sums)}
-                  FROM {daily}
+                  FROM {daily} r
                   GROUP BY 1, {", ".join(str(i + 2) for i in range(len(cols)))})
                 INSERT INTO {t} (table_id, {", ".join(cols)}, {", ".join(sums)},
                                  findings)
@@ -287,7 +289,7 @@ def derive_grains(rules_id: int) -> float:
     return time.perf_counter() - start
 
 
-def fill_rollups(n_coups: int, t0: int, rules_id: int, croupiers) -> float:
+def fill_rollups(n_coups: int, t0: int, croupiers) -> float:
     """The cells that n_coups on the bench's floor leave (tables x days x
     croupiers x seats, as load_coups spreads them), written straight into
     the rollups with no coup rows: the report reads nothing else (tested:
@@ -330,7 +332,7 @@ def fill_rollups(n_coups: int, t0: int, rules_id: int, croupiers) -> float:
                    THEN jsonb_build_object('false_draw', {coups} * 3 / 1000)
                    ELSE '{{}}'::jsonb END
             FROM generate_series(0, {rows - 1}) g""")
-    return derive_grains(rules_id) + time.perf_counter() - start
+    return derive_grains() + time.perf_counter() - start
 
 
 def time_reports(repeat: int = 5, *, yardstick: bool = True) -> dict:
@@ -434,14 +436,14 @@ def main() -> None:
         print(json.dumps(time_reports(), indent=2))
         return
     _benchdb.recreate_database(url)
-    t0, rules_id, croupiers = setup_floor()
+    t0, _, croupiers = setup_floor()
     results = {"database": url.rsplit("/", 1)[-1], "machine": _benchdb.machine(),
                "pg": _benchdb.pg_settings(), "sizes": {}}
     loaded = 0
     for size in (int(s) for s in args.sizes.split(",")):
-        load = load_coups(loaded, size - 1, t0, rules_id, croupiers)
+        load = load_coups(loaded, size - 1, t0, croupiers)
         loaded = size
-        rollups = build_rollups(rules_id)
+        rollups = build_rollups()
         entry = {"load_s": round(load, 1), "rollups_build_s": round(rollups, 1),
                  "report": time_reports()}
         if size == 1_000_000:
@@ -449,7 +451,7 @@ def main() -> None:
         results["sizes"][str(size)] = entry
         print(json.dumps({size: entry}, indent=2), flush=True)
     for size in (int(s) for s in args.rollups_only.split(",") if s):
-        fill = fill_rollups(size, t0, rules_id, croupiers)
+        fill = fill_rollups(size, t0, croupiers)
         entry = {"rollups_only": True, "rollups_fill_s": round(fill, 1),
                  "report": time_reports(yardstick=False)}
         results["sizes"][f"{size} (rollups only)"] = entry
