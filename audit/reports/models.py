@@ -116,6 +116,9 @@ class ReauditRun(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # How far the data the run read goes (casino.replica.Position, as
+    # stored): its chunks' most conservative, set when it finishes.
+    data_position = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-id"]
@@ -144,6 +147,9 @@ class ReauditChunk(models.Model):
     coups_planned = models.PositiveIntegerField(default=0)
     coups_checked = models.PositiveIntegerField(default=0)
     done_at = models.DateTimeField(null=True, blank=True)
+    # How far the data the chunk read goes (casino.replica.Position, as
+    # stored): the replica's state it read, or the primary's.
+    data_position = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "index"]

@@ -13,19 +13,25 @@ The range is planned from the rollups into chunks of about `chunk_size` coups
 (a gaming day whole, a day bigger than a chunk split by coup id modulo), at
 least MIN_CHUNKS of them when the range is big enough, so that several
 workers share it evenly; they run as a Celery chord on however many workers
-exist; each chunk is one transaction and is done once. How a chunk reads and
-judges its coups (in one pass, the engine memoized): reaudit_check.py.
+exist; each chunk reads its coups (from the replica when there is one, no
+transaction open on "default"), then writes what changed in one transaction,
+and is done once. Each chunk keeps how far the data it read goes
+(casino.replica.Position), the run its chunks' most conservative. How a chunk
+reads and judges its coups (in one pass, the engine memoized):
+reaudit_check.py.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from casino import replica
 from casino.celery import publish
 from casino.changelog import log_action
 from tables.errors import Invalid
@@ -165,25 +171,35 @@ def reaudit_launch(*, run_id: int) -> int:
 
 
 def reaudit_chunk(*, run_id: int, index: int) -> dict:
-    """Check one chunk's coups; one transaction, done once. Only what changed
-    is written (findings that appear, findings that disappear); the findings
-    kept are counted on the run."""
+    """Check one chunk's coups, then write what changed in one transaction,
+    done once. The coups are read first, from the replica when there is one
+    (casino.replica: never inside a transaction on "default"), in one
+    snapshot with its position, which the chunk keeps (how far the data it
+    read goes). Only what changed is written (findings that appear, findings
+    that disappear); the findings kept are counted on the run."""
+    chunk = (ReauditChunk.objects.select_related("run")
+             .get(run_id=run_id, index=index))
+    run = chunk.run
+    if chunk.done_at is not None:
+        return {"chunk": index, "skipped": True}
+    # The versions the coups are judged against, on the primary (a lagging
+    # replica may not have a new one yet).
+    versions = _versions(run, {c[0] for c in chunk.cells})
+    tableaux = {t: tableau_for(v) for t, v in versions.items()}
+    with replica.reading(), replica.snapshot() as position:
+        changes = check_cells(chunk.cells, tableaux, restrict=bool(run.tables))
     with transaction.atomic():
         # The chunk's row only (of=self): locking the joined run row too would
         # make every other chunk of the run wait for this one to commit.
-        chunk = (ReauditChunk.objects.select_for_update(of=("self",))
-                 .select_related("run").get(run_id=run_id, index=index))
-        run = chunk.run
-        if chunk.done_at is not None:
+        chunk = ReauditChunk.objects.select_for_update(of=("self",)).get(pk=chunk.pk)
+        if chunk.done_at is not None:  # another delivery wrote it meanwhile
             return {"chunk": index, "skipped": True}
-        versions = _versions(run, {c[0] for c in chunk.cells})
-        tableaux = {t: tableau_for(v) for t, v in versions.items()}
-        changes = check_cells(chunk.cells, tableaux, restrict=bool(run.tables))
         _compare(run, changes, tableaux)
         counts = {"new": changes.new, "kept": changes.kept,
                   "cleared": changes.cleared}
         chunk.done_at, chunk.coups_checked = timezone.now(), changes.checked
-        chunk.save(update_fields=["done_at", "coups_checked"])
+        chunk.data_position = position.as_dict()
+        chunk.save(update_fields=["done_at", "coups_checked", "data_position"])
         ReauditRun.objects.filter(pk=run.pk).update(
             chunks_done=F("chunks_done") + 1,
             coups_checked=F("coups_checked") + changes.checked,
@@ -194,7 +210,8 @@ def reaudit_chunk(*, run_id: int, index: int) -> dict:
         ReauditRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
             status=Status.RUNNING, started_at=timezone.now())
         log_action(action="reports.reaudit.chunk_done", device="celery", obj=run,
-                   new={"chunk": index, "coups": changes.checked, **counts})
+                   new={"chunk": index, "coups": changes.checked, **counts,
+                        "data": position.text()})
     return {"chunk": index, "coups": changes.checked, **counts}
 
 
@@ -247,12 +264,40 @@ def reaudit_finish(*, run_id: int) -> ReauditRun:
             run.error = (run.error or f"chunks not done: {missing[:20]}")
         else:
             run.status = Status.DONE
-        run.save(update_fields=["status", "error", "finished_at"])
+        run.data_position = run_position(
+            run.chunks.exclude(done_at=None).values_list("data_position", flat=True))
+        run.save(update_fields=["status", "error", "finished_at", "data_position"])
         log_action(action=f"reports.reaudit.{run.status}", device="celery", obj=run,
                    new={"coups": run.coups_checked, "findings": run.findings,
                         "new": run.findings_new, "cleared": run.findings_cleared,
-                        "error": run.error})
+                        "error": run.error,
+                        "data": run.data_position.get("text", "")})
     return run
+
+
+def run_position(positions) -> dict:
+    """A run's position from its chunks' (Position dicts, as stored): the
+    most conservative, so that the run says "data up to coup #N" of all it
+    read. The chunk that saw the lowest coup (none at all is lower still)
+    gives the coup, its time and the replay; the lag is the largest any
+    chunk read with, and the run read a replica if any chunk did (then
+    `alias` names each connection read: "default,reports"). {} when no
+    chunk kept one (no chunk, or chunks done before positions were kept)."""
+    positions = [p for p in positions if p]
+    if not positions:
+        return {}
+    lowest = min(positions, key=lambda p: (p.get("coup") is not None,
+                                           p.get("coup") or 0))
+    out = dict(lowest)
+    lags = [Decimal(p["lag_seconds"]) for p in positions
+            if p.get("lag_seconds") is not None]
+    out["lag_seconds"] = str(max(lags)) if lags else None
+    out["replica"] = any(p.get("replica") for p in positions)
+    out["alias"] = ",".join(sorted({p.get("alias") or "" for p in positions}))
+    reads = [p["read_at"] for p in positions if p.get("read_at")]
+    out["read_at"] = min(reads) if reads else None  # the earliest read
+    out["text"] = replica.position_text(out)
+    return out
 
 
 def reaudit_fail_chunk(*, run_id: int, index: int, error: str) -> None:

@@ -1,8 +1,9 @@
 """Re-audit's inner loop: one chunk's coups read in one pass and judged again.
 
 Read: one SQL query for the chunk's whole gaming days (one per part of a
-split day) on the reports connection (casino.replica.reports_alias(): the
-replica when there is one), from a server-side cursor on PostgreSQL, giving
+split day) on the connection reads go to (casino.replica.read_alias(): the
+replica inside a reading() block when there is one and no transaction is open
+on "default", else "default"), from a server-side cursor on PostgreSQL, giving
 only what the judgement needs: the coup's id, its shoe (mapped to its table
 once per chunk), its gaming day, its cards as JSON text and the engine
 findings it was recorded with (ENGINE_CODES, as "code:side" text), for the
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 from django.db import connections, transaction
 
-from casino.replica import reports_alias
+from casino.replica import read_alias
 from tables import chemmy
 from tables.models import Coup, Finding, Shoe, TableSession
 
@@ -192,7 +193,7 @@ def _queries(cells, restrict: bool) -> Iterator[tuple[str, list, set]]:
     for table_id, day, part, parts in cells:
         key = (None, 1) if parts == 1 else (part, parts)
         groups.setdefault(key, []).append((table_id, day))
-    vendor = connections[reports_alias()].vendor
+    vendor = connections[read_alias()].vendor
     for (part, parts), group in groups.items():
         days = sorted({day for _, day in group})
         tables = sorted({t for t, _ in group}) if restrict else []
@@ -205,11 +206,12 @@ def read_rows(cells, restrict: bool = False) -> Iterator[tuple[list, set]]:
     """(rows, cells): rows of (coup id, shoe id, gaming day ISO, punter JSON,
     banker JSON, recorded "code:side,..." or None), FETCH at a time, and the
     (table id, day) cells they may belong to."""
-    alias = reports_alias()
+    alias = read_alias()
     conn = connections[alias]
     for sql, params, wanted in _queries(cells, restrict):
-        # A server-side cursor streams inside a transaction (the chunk's own
-        # on "default"; a read-only one on the replica).
+        # A server-side cursor streams inside a transaction: on the replica,
+        # the snapshot's (casino.replica.snapshot()); on "default", one of
+        # its own, opened here.
         with transaction.atomic(using=alias, savepoint=False):
             if conn.vendor == "postgresql":
                 with conn.cursor() as cur:
@@ -223,7 +225,7 @@ def read_rows(cells, restrict: bool = False) -> Iterator[tuple[list, set]]:
 
 
 def _shoe_tables(shoe_ids) -> dict[int, int]:
-    alias = reports_alias()
+    alias = read_alias()
     return dict(Shoe.objects.using(alias).filter(pk__in=list(shoe_ids))
                 .values_list("pk", "session__table_id"))
 

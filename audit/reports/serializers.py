@@ -76,6 +76,11 @@ class ReauditRunSerializer(serializers.ModelSerializer):
     kept = serializers.SerializerMethodField(
         help_text="Findings the new version raises that the coups were "
         "recorded with: counted, not listed")
+    data_position = serializers.JSONField(
+        read_only=True,
+        help_text="How far the data the run read goes, its chunks' most "
+        "conservative (the lowest last coup, the largest replica lag), with "
+        "its line in `text`; {} until the run has finished")
 
     class Meta:
         model = ReauditRun
@@ -84,8 +89,8 @@ class ReauditRunSerializer(serializers.ModelSerializer):
             "percent", "chunks_total", "chunks_done", "coups_expected",
             "coups_checked", "findings", "findings_new", "findings_cleared",
             "appear", "disappear", "kept", "error", "requested_at",
-            "dispatched_at", "started_at", "finished_at", "status_url",
-            "findings_url",
+            "dispatched_at", "started_at", "finished_at", "data_position",
+            "status_url", "findings_url",
         ]
 
     def get_kept(self, run) -> int:

@@ -341,3 +341,117 @@ def test_a_reaudit_reads_the_replica(on_pair):
     assert run.coups_checked == _coups(table) > 0
     assert "tables_coup" in _tables(standby)
     assert not [q for q in _data_read(primary) if '"tables_coup"' in q]
+    assert run.data_position["replica"] is True
+    assert run.data_position["coup"] == _last_coup()
+
+
+def _engine_changes(table_id: int, days) -> tuple[int, int, int]:
+    """Independently, on the primary: the table's current coups of `days`
+    judged by the engine under punto-banco-1 against the findings each was
+    recorded with: (new, kept, cleared)."""
+    from tables import chemmy
+    from tables.models import Finding
+    from tables.rollups import current_coups
+    from tables.services.coups import tableau_for
+
+    codes = ("false_draw", "draw_after_natural")
+    tableau = tableau_for("punto-banco-1")
+    new = kept = cleared = 0
+    for coup in current_coups().filter(shoe__session__table_id=table_id,
+                                       gaming_day__in=days):
+        now = {(f.code, f.side or "") for f in chemmy.evaluate(
+            coup.punter_cards, coup.banker_cards, tableau=tableau).findings
+            if f.code in codes}
+        before = set(Finding.objects.filter(coup=coup, code__in=codes)
+                     .values_list("code", "side"))
+        new, kept, cleared = (new + len(now - before), kept + len(now & before),
+                              cleared + len(before - now))
+    return new, kept, cleared
+
+
+def _reaudit(table_id: int, start=DAY1, end=DAY2, around=()):
+    """Asked for on the primary, its chunks and finish run eagerly on its
+    commit, with the contexts `around` entered around the whole run."""
+    from audit.reports.reaudit import reaudit_request
+
+    with ExitStack() as stack:
+        for context in around:
+            stack.enter_context(context)
+        run = reaudit_request(user=_user("reports-manager"), from_day=start,
+                              to_day=end, tableau_version="punto-banco-1",
+                              table_ids=[table_id])
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    return run
+
+
+def test_a_reaudit_behind_says_up_to_which_coup_it_read(on_pair, as_user,
+                                                        monkeypatch):
+    from audit.reports import reaudit_check
+    from audit.reports.models import ReauditChunk, ReauditFinding
+
+    table = _play("Rep reaudit lag", DAY1, seed=19)
+    on_pair.catch_up()
+    first, seen = _last_coup(), _coups(table)
+    # the chunk reads with no transaction open on the primary, on the replica
+    read_rows, reads = reaudit_check.read_rows, []
+
+    def watched(*args, **kwargs):
+        reads.append((connections["default"].in_atomic_block, replica.read_alias()))
+        yield from read_rows(*args, **kwargs)
+
+    monkeypatch.setattr(reaudit_check, "read_rows", watched)
+    on_pair.pause()
+    try:
+        later = _play("Rep reaudit lag", DAY2, seed=19)  # the next day
+        assert later == table and _coups(table) > seen  # on the primary
+        primary, standby = _capture()
+        run = _reaudit(table, around=(primary, standby))
+    finally:
+        on_pair.resume()
+    assert reads and set(reads) == {(False, "reports")}
+    # planned from the primary's rollups (both days), judged on what the
+    # replica had replayed (the first day's coups only)
+    assert run.coups_expected == _coups(table) > run.coups_checked == seen
+    assert "tables_coup" in _tables(standby)
+    assert not [q for q in _data_read(primary)
+                if '"tables_coup"' in q or '"tables_shoe"' in q]
+    # the findings are those of the coups the replica had
+    judged = (run.findings_new, run.findings - run.findings_new,
+              run.findings_cleared)
+    assert judged == _engine_changes(table, [DAY1]) != _engine_changes(
+        table, [DAY1, DAY2])
+    assert not ReauditFinding.objects.filter(run=run, coup_id__gt=first).exists()
+    # each chunk, and the run, say how far the data they read goes
+    for chunk in ReauditChunk.objects.filter(run=run):
+        assert (chunk.data_position["alias"], chunk.data_position["replica"],
+                chunk.data_position["coup"]) == ("reports", True, first)
+    position = run.data_position
+    assert (position["alias"], position["replica"], position["coup"]) == (
+        "reports", True, first)
+    assert first < _last_coup()
+    assert Decimal(position["lag_seconds"]) > 0
+    assert position["text"] == replica.position_text(position)
+    assert position["text"].startswith(f"Data up to coup #{first}, recorded at ")
+    assert re.search(r"; replica lag \d+\.\d s$", position["text"]), position
+    api = as_user(_user("reports-manager")).get(
+        reverse("reports-api:reaudit", args=[run.pk])).json()
+    assert api["data_position"] == position
+    # caught up: every coup, up to the last
+    on_pair.catch_up()
+    caught = _reaudit(table)
+    assert caught.coups_checked == caught.coups_expected == _coups(table)
+    assert caught.data_position["coup"] == _last_coup()
+    assert caught.data_position["lag_seconds"] == "0.0"
+
+
+def test_a_reaudit_without_replica_reads_the_primary(on_primary_only):
+    table = _play("Rep reaudit primary", DAY1, seed=20)
+    primary = CaptureQueriesContext(connections["default"])
+    run = _reaudit(table, around=(primary,))
+    assert run.coups_checked == _coups(table) > 0
+    assert "tables_coup" in _tables(primary)
+    position = run.data_position
+    assert (position["alias"], position["replica"], position["coup"]) == (
+        "default", False, _last_coup())
+    assert position["text"].endswith("; read from the primary")

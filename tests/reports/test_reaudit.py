@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
+from django.urls import reverse
 
+from audit.reports import reaudit, reaudit_check
 from audit.reports.models import ReauditChunk, ReauditFinding, ReauditRun
-from audit.reports.reaudit import plan_chunks, reaudit_chunk, reaudit_request
+from audit.reports.reaudit import (
+    plan_chunks,
+    reaudit_chunk,
+    reaudit_request,
+    run_position,
+)
+from casino import replica
 from casino.models import ChangeLog
 from tables import chemmy
 from tables.models import Coup, Finding, Table, TableauVersion
@@ -182,3 +191,132 @@ def test_the_command(croupier, manager, variant, capsys,
     with pytest.raises(CommandError, match="--user"):
         call_command("reaudit", "--from", str(DAY1), "--to", str(DAY1),
                      "--user", "nobody")
+
+
+# -- how far the data read goes, and the reads before the write -----------------
+
+
+def _last_coup() -> int:
+    return Coup.objects.order_by("-id").values_list("id", flat=True)[0]
+
+
+def test_the_run_says_up_to_which_coup_it_read(
+        croupier, manager, auditor, as_user, client, variant,
+        django_capture_on_commit_callbacks):
+    play(croupier, DAY1, tables=2, shoes=1, seed=26, rate=0.1)
+    last = _last_coup()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = reaudit_request(user=manager, from_day=DAY1, to_day=DAY1,
+                              tableau_version=VARIANT, chunk_size=40)
+    run.refresh_from_db()
+    assert run.status == "done" and run.chunks_total > 1, run.error
+    # no replica here: every chunk read the primary, all of it
+    for chunk in ReauditChunk.objects.filter(run=run):
+        p = chunk.data_position
+        assert (p["alias"], p["replica"], p["coup"], p["lag_seconds"]) == (
+            "default", False, last, None), p
+        assert p["text"] == replica.position_text(p)
+    p = run.data_position
+    assert (p["alias"], p["replica"], p["coup"]) == ("default", False, last)
+    assert p["text"] == replica.position_text(p)
+    assert p["text"].startswith(f"Data up to coup #{last}, recorded at ")
+    assert p["text"].endswith("; read from the primary")
+    # the API and the page say it
+    api = as_user(auditor).get(f"/api/v1/reports/reaudit/{run.pk}/").json()
+    assert api["data_position"] == p
+    client.force_login(auditor)
+    page = client.get(reverse("reports:reaudit", args=[run.pk])).content.decode()
+    assert f"Data up to coup #{last}, recorded at {p['coup_at']}" in page
+    assert "read from the primary" in page
+
+
+def test_a_run_position_is_its_chunks_most_conservative():
+    def chunk(coup, lag, alias="reports", read_at="2025-03-03T23:00:00+01:00"):
+        return {"alias": alias, "replica": alias == "reports", "coup": coup,
+                "coup_at": f"at {coup}", "replayed_at": f"replayed {coup}",
+                "lag_seconds": lag, "read_at": read_at, "text": "..."}
+
+    p = run_position([
+        chunk(120, "0.0"),
+        chunk(90, "2.5", read_at="2025-03-03T23:00:05+01:00"),
+        chunk(130, None, alias="default", read_at="2025-03-03T22:59:59+01:00"),
+        chunk(100, "7.0"),
+        {},  # a chunk done before positions were kept
+    ])
+    assert (p["coup"], p["coup_at"], p["replayed_at"]) == (90, "at 90", "replayed 90")
+    assert (p["replica"], p["lag_seconds"], p["alias"]) == (True, "7.0",
+                                                           "default,reports")
+    assert p["read_at"] == "2025-03-03T22:59:59+01:00"
+    assert p["text"] == "Data up to coup #90, recorded at at 90; replica lag 7.0 s"
+    # a chunk that saw no coup at all is lower still
+    assert run_position([chunk(5, "0.0"), chunk(None, "0.0")])["coup"] is None
+    primary = run_position([chunk(7, None, "default"), chunk(8, None, "default")])
+    assert (primary["coup"], primary["replica"], primary["alias"]) == (
+        7, False, "default")
+    assert primary["text"].endswith("; read from the primary")
+    assert run_position([]) == run_position([{}]) == {}
+
+
+def test_a_chunk_done_by_another_delivery_while_it_read_writes_nothing(
+        croupier, manager, variant, monkeypatch):
+    """The chunk reads before it locks its row: a second delivery of it that
+    read meanwhile finds it done once it holds the lock, and writes nothing."""
+    play(croupier, DAY1, tables=2, shoes=1, seed=27, rate=0.2)
+    # planned, not sent: the deliveries are below
+    monkeypatch.setattr(reaudit, "reaudit_dispatch", lambda run: True)
+    run = reaudit_request(user=manager, from_day=DAY1, to_day=DAY1,
+                          tableau_version=VARIANT)
+    assert run.chunks_total == 1
+    check = reaudit.check_cells
+    reads, other = [], []
+
+    def read_while_the_other_delivery_writes(*args, **kwargs):
+        reads.append(1)
+        changes = check(*args, **kwargs)
+        if len(reads) == 1:  # the other delivery reads, locks and writes first
+            other.append(reaudit_chunk(run_id=run.pk, index=0))
+        return changes
+
+    monkeypatch.setattr(reaudit, "check_cells", read_while_the_other_delivery_writes)
+    assert reaudit_chunk(run_id=run.pk, index=0) == {"chunk": 0, "skipped": True}
+    assert len(reads) == 2  # both read: the first found it done only then
+    done = other[0]
+    assert "skipped" not in done and done["new"] + done["cleared"] > 0
+    run.refresh_from_db()
+    assert (run.chunks_done, run.coups_checked, run.findings_new,
+            run.findings_cleared) == (1, done["coups"], done["new"], done["cleared"])
+    assert ReauditFinding.objects.filter(run=run).count() == \
+        done["new"] + done["cleared"]
+    assert ChangeLog.objects.filter(action="reports.reaudit.chunk_done",
+                                    object_id=str(run.pk)).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_chunk_reads_outside_any_transaction_on_default(
+        _migration_rows, croupier, manager, monkeypatch,
+        django_capture_on_commit_callbacks):
+    """casino/replica.py: what a transaction on "default" reads may decide
+    what it writes, so the replica is never read inside one; the re-audit
+    reads first (in a reading() block), then opens its write transaction."""
+    play(croupier, DAY1, tables=1, shoes=1, seed=28, rate=0.1)
+    seen = {}
+    read_rows, compare = reaudit_check.read_rows, reaudit._compare
+
+    def watched_read(*args, **kwargs):
+        seen.setdefault("read", []).append(
+            (connections["default"].in_atomic_block, replica.read_alias()))
+        yield from read_rows(*args, **kwargs)
+
+    def watched_write(*args, **kwargs):
+        seen.setdefault("write", []).append(connections["default"].in_atomic_block)
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(reaudit_check, "read_rows", watched_read)
+    monkeypatch.setattr(reaudit, "_compare", watched_write)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = reaudit_request(user=manager, from_day=DAY1, to_day=DAY1,
+                              tableau_version="punto-banco-1")
+    run.refresh_from_db()
+    assert run.status == "done" and run.coups_checked > 0, run.error
+    assert seen["read"] == [(False, replica.reports_alias())] * run.chunks_total
+    assert seen["write"] == [True] * run.chunks_total
