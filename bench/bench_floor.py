@@ -23,7 +23,9 @@ broker of this run only). Set-up, untimed:
   (session cookie and CSRF token, as a browser); a manager with a token.
 
 Then gunicorn (gthread, on a port in 8790-8799) and `celery -A casino worker`
-(one pool process, under nice 10: --worker-nice), and for --duration seconds:
+(one pool process, under nice 10: --worker-nice), warmed as a server up for a
+while (untimed bursts of reads: every worker process loaded, every thread's
+database connection open), and for --duration seconds:
 
 - every table records a coup every 30 s (the tables spread evenly over the
   30 s, each coup +-2 s of jitter), dealt from its own shuffled shoe by the
@@ -107,12 +109,12 @@ def history(args, live_day, manager, croupier_ids: list[int], boss) -> dict:
     shift = list(get_user_model().objects.filter(pk__in=croupier_ids[:3])
                  .order_by("pk"))
     t0 = time.perf_counter()
-    first, rules_id, _ = bench_reports.setup_floor(
+    first, _, _ = bench_reports.setup_floor(
         tables=args.tables, days=args.history_days, start=start,
         manager=manager, croupiers=shift)
     n = args.tables * args.history_days * args.history_coups
     if n:
-        bench_reports.load_coups(0, n - 1, first, rules_id, [c.pk for c in shift],
+        bench_reports.load_coups(0, n - 1, first, [c.pk for c in shift],
                                  tables=args.tables, days=args.history_days,
                                  start=start)
     filled = time.perf_counter() - t0
@@ -340,6 +342,21 @@ def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
             time.sleep(max(0.0, due - time.monotonic()))
             pool.submit(_guard, rec, play_coup, tables[i], rec, due, give_up,
                         behaviour)
+
+
+def warm(tables, threads: int, rounds: int = 4) -> None:
+    """Before the window, as a server that has been up a while: bursts of
+    twice as many parallel reads (a table's session, on the API, by its own
+    tablet) as gunicorn has threads, so that every worker process has loaded
+    the application and every thread has opened its database connection.
+    Not timed; the tablets' connections are closed after."""
+    sample = tables[: 2 * threads]
+    with ThreadPoolExecutor(len(sample)) as pool:
+        for _ in range(rounds):
+            list(pool.map(lambda t: t.tablet.request(
+                "GET", f"/api/v1/sessions/{t.state.session}/"), sample))
+    for t in sample:
+        t.tablet.close()
 
 
 def _guard(rec, fn, *args):
@@ -594,6 +611,7 @@ def main() -> None:
             tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
             tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
                                     o["shoe"]))
+        warm(tables, args.workers * args.threads)
         browsers = []
         for i in range(args.bosses):  # signed in before the window
             b = Browser(port)
