@@ -660,6 +660,28 @@ def main() -> None:
         _harness.drop_database(url)
 
 
+def slowest_coups(rec, start, stop, n: int = 10) -> list[dict]:
+    """The n slowest coups of the window and what overlapped each: page loads
+    (floor, queue) that took over 50 ms (a shared copy rendered), and the
+    report request's build (from its request to its last poll)."""
+    coups = sorted((r for r in rec.rows["coup"] if start <= r[0] < stop),
+                   key=lambda r: -r[1])[:n]
+    pages = [(t0, t0 + s) for kind in ("floor", "queue") for t0, s, _ in rec.rows[kind]
+             if s > 0.05]
+    asked = [t0 for t0, _, _ in rec.rows["report_request"]]
+    polled = [t0 + s for t0, s, _ in rec.rows["report_poll"]]
+    build = (asked[0], max(polled)) if asked and polled else None
+    out = []
+    for t0, seconds, _ in coups:
+        t1 = t0 + seconds
+        out.append({
+            "at_s": round(t0 - start, 1), "ms": round(seconds * 1000, 1),
+            "slow_pages": sum(1 for a, b in pages if a < t1 and b > t0),
+            "report": build is not None and build[0] < t1 and build[1] > t0,
+        })
+    return out
+
+
 def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
            setup_s) -> None:
     figures = {k: stats(rec.rows[k], start, stop) for k in KINDS}
@@ -696,6 +718,11 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
           f"shoes replaced {sum(t.state.shoes_opened for t in tables)}, "
           f"banker turns opened after a lost bank {turns}")
     print(f"report: {job}")
+    slow = slowest_coups(rec, start, stop)
+    print("slowest coups (s into the window: ms, with the pages over 50 ms "
+          "in flight and the report's build): " + "; ".join(
+              f"{c['at_s']} s: {c['ms']} ms, {c['slow_pages']} pages"
+              + (", report" if c["report"] else "") for c in slow))
     print(f"verify (today's sessions): {result['acknowledged']} coups acknowledged,"
           f" {result['coups']} stored, {result['rows_lost']} lost, "
           f"{result['rows_duplicated']} duplicated, {result['unresolved']} "
@@ -721,6 +748,7 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
         "workers": args.workers, "threads": args.threads,
         "worker_nice": args.worker_nice, "turns_opened": turns,
         "setup_s": round(setup_s, 1), "latency": figures, "report": job,
+        "slowest_coups": slow,
         "lag_ms": {"p50": _lagged(lag, 50), "max": _lagged(lag, 100)},
         "verify": result, "cpu": cpu, "limit": limit, "aims": AIMS, "met": aims,
         "errors": rec.errors[:50], "machine_before": before,

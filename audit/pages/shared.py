@@ -10,14 +10,16 @@ or user name. So the first request renders them and keeps the HTML in the
 cache (Redis, shared by every web process) for settings.FLOOR_SHARE_SECONDS;
 the others within that time get the same HTML.
 
-A shared copy is never older than FLOOR_SHARE_SECONDS, and it is also
-dropped at once when what a pit boss does changes it: the key holds the
+A shared copy is at most FLOOR_SHARE_SECONDS old (and one rendering: while
+one request renders the next copy, the others get the previous one), and it
+is dropped at once when what a pit boss does changes it: the key holds the
 language, the time zone and the URL prefix it was rendered for, the query
 (the queue's filters and page), and a fingerprint of the state read in one
 cheap query — the open sessions (a table opened or closed), the last flag
 event (a flag raised, confirmed, dismissed, resolved or moved) and the last
-cagnotte count and attestation (the floor's list of boxes to count). A coup shows
-on the floor within FLOOR_SHARE_SECONDS; a decision in the queue at once.
+cagnotte count and attestation (the floor's list of boxes to count). A coup
+shows on the floor within FLOOR_SHARE_SECONDS; a decision in the queue at
+once.
 
 With FLOOR_SHARE_SECONDS = 0, or the cache down, every request renders its
 own (as before).
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -41,6 +44,10 @@ from tables.models import TableSession
 from ..models import CagnotteAttestation, CagnotteCount, Flag, FlagEvent
 
 log = logging.getLogger(__name__)
+# A copy stays in the cache this many times FLOOR_SHARE_SECONDS: served while
+# it is fresh, and meanwhile the next one renders (then replaced).
+KEEP = 10
+_now = time.time  # (the tests move it)
 
 
 def fingerprint() -> tuple:
@@ -65,20 +72,34 @@ def _key(kind: str, query: str) -> str:
 def shared(kind: str, build: Callable[[], str], query: str = "") -> SafeString:
     """`build()`'s HTML (an escaped template rendering), or the copy another
     request of the same kind, query, language, time zone and state rendered
-    less than FLOOR_SHARE_SECONDS ago."""
+    less than FLOOR_SHARE_SECONDS ago.
+
+    A copy that has grown older is rendered again by one request only (a
+    lock in the cache, held at most FLOOR_SHARE_SECONDS): the readers who come
+    while it renders get the copy they would have got a moment before, rather
+    than each rendering the same page at once (with twenty pit bosses, a few
+    renderings at the same moment held the web processes' interpreter against
+    the coups). A copy is thus at most FLOOR_SHARE_SECONDS and one rendering
+    old."""
     seconds = settings.FLOOR_SHARE_SECONDS
     if not seconds:
         return mark_safe(build())
     key = _key(kind, query)
     try:
-        html = cache.get(key)
+        entry = cache.get(key)
+        if entry is not None:
+            rendered_at, html = entry
+            if _now() - rendered_at < seconds:
+                return mark_safe(html)
+            if not cache.add(f"{key}:rendering", 1, seconds):
+                return mark_safe(html)  # another request renders it now
     except Exception as exc:  # Redis down: every request renders its own
         log.warning("floor share: the cache cannot be read (%s)", exc)
         return mark_safe(build())
-    if html is None:
-        html = build()
-        try:
-            cache.set(key, html, seconds)
-        except Exception as exc:
-            log.warning("floor share: the cache cannot be written (%s)", exc)
+    html = build()
+    try:
+        cache.set(key, (_now(), str(html)), KEEP * seconds)
+        cache.delete(f"{key}:rendering")
+    except Exception as exc:
+        log.warning("floor share: the cache cannot be written (%s)", exc)
     return mark_safe(html)

@@ -172,3 +172,30 @@ def test_a_false_draw_raises_its_flag_on_the_shared_floor_at_once(
     part = read(client, pitboss2, "/floor/tables/")
     assert "1 warning" in part, part
     assert "no open flag" not in part
+
+
+def test_while_one_reader_renders_the_next_copy_the_others_get_the_last(
+        client, pitboss, pitboss2, auditor, shoe, turn, deal, share, reads,
+        monkeypatch):
+    from audit.pages import shared as module
+
+    first = read(client, pitboss, "/floor/tables/")
+    coup = deal(shoe, BANKER_WINS, [stake("300")])
+    real = module._now
+    monkeypatch.setattr(module, "_now", lambda: real() + 10)  # the copy is old
+
+    class Busy:  # another request holds the lock: it renders the next copy
+        def __getattr__(self, name):
+            return getattr(cache, name)
+
+        def add(self, *args, **kwargs):
+            return False
+
+    monkeypatch.setattr(module, "cache", Busy())
+    assert read(client, pitboss2, "/floor/tables/") == first
+    assert reads["tables"] == 1
+    monkeypatch.setattr(module, "cache", cache)  # nobody renders: this one does
+    fresh = read(client, auditor, "/floor/tables/")
+    assert reads["tables"] == 2 and f"<dd>{coup.bank_after}</dd>" in fresh
+    assert read(client, pitboss, "/floor/tables/") == fresh  # and shares it
+    assert reads["tables"] == 2
