@@ -331,7 +331,14 @@ def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
         offset = t.index * COUP_EVERY / n
         k = 0
         while (at := start + offset + k * COUP_EVERY) < stop:
-            jittered = min(max(at + t.rng.uniform(-JITTER, JITTER), start), stop)
+            # jitter reflected at the window's edges, not clamped to them:
+            # clamping sent every table whose jittered first slot fell before
+            # the start at the same instant (a burst no floor makes)
+            jittered = at + t.rng.uniform(-JITTER, JITTER)
+            if jittered < start:
+                jittered = 2 * start - jittered
+            if jittered >= stop:
+                jittered = 2 * stop - jittered - 1e-3
             heap.append((jittered, t.index))
             k += 1
     heapq.heapify(heap)
