@@ -164,8 +164,13 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
                     f"SELECT {exprs} FROM generate_series({first}, {last}) g")
         fcols, fexprs = _fill(Finding, {
             "coup_id": "c.id", "code": "'false_draw'", "severity": "'warning'",
-            "side": "'banker'", "detail": "'{}'::jsonb",
-            "message": "'Banker stood on 4 against a 3 (bench)'",
+            "side": "'banker'",
+            # what the engine writes for this case (the queue words it from
+            # the detail: tables/finding_words.py)
+            "detail": """'{"banker_total": 4, "punter_third": 3, "actual": "stand"}'"""
+                      "::jsonb",
+            "message": "'Banker stood on 4 against a 3: the tableau requires a "
+                       "draw.'",
             "tableau_version": "'chemmy-standard-1'"})
         cur.execute(f"INSERT INTO {Finding._meta.db_table} ({fcols}) "
                     f"SELECT {fexprs} FROM {Coup._meta.db_table} c "
