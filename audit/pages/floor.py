@@ -31,21 +31,21 @@ from .sessions import hand_over_refusal
 from .shared import shared
 
 
-def _floor_tables_html(request) -> str:
+def _floor_tables_html() -> str:
     """The open tables' cards, shared between the floor's readers for a few
-    seconds (audit/pages/shared.py)."""
+    seconds (audit/pages/shared.py; rendered without the request, so nothing
+    of the reader gets into them)."""
     return shared("tables", lambda: render_to_string(
-        "audit/_floor_tables.html", {"rows": selectors.floor_tables()}, request))
+        "audit/_floor_tables.html", {"rows": selectors.floor_tables()}))
 
 
 @route_page
 def floor(request):
     services.flags_sync(wait=False)
     return render(request, "audit/floor.html", {
-        "tables_html": _floor_tables_html(request),
+        "tables_html": _floor_tables_html(),
         "closing_html": shared("closing", lambda: render_to_string(
-            "audit/_floor_closing.html", {"closing": selectors.closing_work()},
-            request)),
+            "audit/_floor_closing.html", {"closing": selectors.closing_work()})),
         "idle": selectors.idle_tables(), "croupier_form": CroupierForm(),
         "may_open": has_capability(request.user, "session.open"),
     })
@@ -81,7 +81,7 @@ def session_open(request, pk: int):
 def floor_tables(request):
     """The part of the floor page htmx swaps in every few seconds."""
     services.flags_sync(wait=False)
-    return HttpResponse(_floor_tables_html(request))
+    return HttpResponse(_floor_tables_html())
 
 
 @route_page
@@ -109,7 +109,7 @@ def queue(request):
             "page": page, "total": counts.pop("total")[0]["count"],
             "filters": [(name, _options(options, d.get(name)))
                         for name, options in counts.items()],
-            "query": query}, request)
+            "query": query})
 
     return render(request, "audit/queue.html", {
         "body": shared("queue", build, f"{sorted(kept.items())}|{page_number}")})

@@ -6,9 +6,12 @@ made eight renderings a second of the same 500 tables and the same queue, the
 web's whole CPU on two cores (bench/bench_floor.py). What those parts show
 does not depend on who reads them: every role that may open them reads the
 whole floor (tables.services.access.floor_wide), and they hold no form token
-or user name. So the first request renders them and keeps the HTML in the
-cache (Redis, shared by every web process) for settings.FLOOR_SHARE_SECONDS;
-the others within that time get the same HTML.
+or user name: they are rendered without the request, so no context processor
+runs and nothing of the reader who happened to render them (his name, a form
+token, his messages) can get into a shared copy. So the first request
+renders them and keeps the HTML in the cache (Redis, shared by every web
+process) for settings.FLOOR_SHARE_SECONDS; the others within that time get
+the same HTML.
 
 A shared copy is at most FLOOR_SHARE_SECONDS old (and one rendering: while
 one request renders the next copy, the others get the previous one), and it
