@@ -120,7 +120,8 @@ def test_both_paths_write_the_same_rows(db, manager, croupier, monkeypatch):
     assert trail_verify().ok
 
 
-def test_a_coup_is_two_round_trips(db, shoe, turn, croupier):
+def test_a_coup_is_three_round_trips_the_chain_held_for_the_last_two(
+        db, shoe, turn, croupier):
     services.coup_record(  # warm: tableau cache, roles cache
         shoe_id=shoe.pk, user=croupier, punter=["2H", "3D"], banker=["8C", "TS"],
         stakes=[services.StakeInput(amount=D("100"), seat=2)],
@@ -136,14 +137,16 @@ def test_a_coup_is_two_round_trips(db, shoe, turn, croupier):
             shoe_id=shoe.pk, user=croupier, punter=["4H", "3D"], banker=["7C", "KS"],
             stakes=[services.StakeInput(amount=D("100"), seat=2)],
         )
-    # The lock (shoe, turn, coup id), then the chain lock and its head: one
-    # statement; the writes with the log row, signed here with the trail key
-    # (never sent to the database), pipelined: one more (savepoint statements
-    # only when nested in a test transaction).
+    # The lock (shoe, turn, coup id), without the chain; once the coup is
+    # judged and its rows made, the chain lock and its head, alone; then the
+    # writes with the log row, signed here with the trail key (never sent to
+    # the database), pipelined (savepoint statements only when nested in a
+    # test transaction).
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert "FOR UPDATE OF shoe, turn" in work[0]
-    assert work[0].startswith("SELECT locked.*, casino_chain_head(%s) FROM (")
-    assert [w.split()[0:3] for w in work[1:]] == [
+    assert "casino_chain_head" not in work[0]
+    assert work[1] == "SELECT casino_chain_head(%s)"
+    assert [w.split()[0:3] for w in work[2:]] == [
         ["UPDATE", '"tables_bankerturn"', "SET"],
         ["INSERT", "INTO", '"tables_coup"'],
         ["INSERT", "INTO", '"tables_stake"'],

@@ -272,11 +272,11 @@ def _record_locked(
     expected_seq,
     entered_at: datetime | None,
 ) -> RecordResult:
-    # PostgreSQL: two round trips (ledger_pg); no shoe or no open turn, and
+    # PostgreSQL: three round trips (ledger_pg); no shoe or no open turn, and
     # any other database, take the ORM's statements, which also say why.
     fast = ledger_pg.lock_for_coup(shoe_id) if ledger_pg.supported() else None
     if fast is not None:
-        shoe, turn, coup_id, head = fast
+        shoe, turn, coup_id = fast
     else:
         shoe = lock_shoe(shoe_id)
     shoe_check(user, shoe)
@@ -318,7 +318,6 @@ def _record_locked(
             turn=turn,
             log=log,
             table_id=ctx.table.pk,
-            head=head,
         )
     else:
         ledger_write(

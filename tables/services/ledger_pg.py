@@ -1,9 +1,9 @@
-"""One coup from a tablet on PostgreSQL in two round trips.
+"""One coup from a tablet on PostgreSQL in three short round trips.
 
 `coup_record` runs the same steps on every database (lock the shoe and the
 open banker turn, coup_prepare, write, log); on PostgreSQL it takes them with
-two statements' worth of round trips instead of eleven ORM queries, which is
-most of a coup's cost at a busy table:
+three statements' worth of round trips instead of eleven ORM queries, which
+is most of a coup's cost at a busy table:
 
 1. `lock_for_coup`: one SELECT locks the shoe and the open turn (FOR UPDATE,
    shoe first, as lock_shoe and lock_open_turn do), reads the session, table
@@ -11,13 +11,20 @@ most of a coup's cost at a busy table:
    every later row can name the coup without reading it back. No row (no
    such shoe, no open turn) sends the caller to the ORM path, which answers
    with the precise refusal.
-2. `coup_write`: one batch of statements, sent together: the turn's and the
-   shoe's running state, the coup, its stakes and findings, the day's rollup
-   cell (an upsert), then the chain lock and the chain's head, last, so no
-   row lock is ever waited for while the chain is held.
+2. `coup_write`, once the coup is judged and its rows and its change-log
+   entry are made: the chain lock and the chain's head (casino_chain_head),
+   alone, after the row locks as before.
 3. The change-log row, signed here with the trail key (the database never
    sees the key) and linked to that head, with the digests of the rows the
-   coup wrote (casino/trail.py); then the commit.
+   coup wrote (casino/trail.py, digested before the chain is taken), sent in
+   one batch with the rows: the turn's and the shoe's running state, the
+   coup, its stakes and findings, the rollup rows (upserts, with the chain
+   held, as every writer of them); then the commit.
+
+The chain is the one lock every coup of the floor shares: it is held from
+step 2 to the commit only, not while the coup is judged and its rows made
+(with eight tablets at once, holding it from step 1 made the coups wait for
+each other's Python: bench/bench_http.py).
 
 Rows are written from the same unsaved model instances ledger_store.ledger_write
 takes, field by field through Django's own field preparation, so the two paths
@@ -132,7 +139,10 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         "WHERE shoe.id = %s "
         "FOR UPDATE OF shoe, turn"
     )
-    return _then_chain(sql), readers
+    return sql, readers
+
+
+CHAIN_HEAD = "SELECT casino_chain_head(%s)"
 
 
 def _then_chain(locking_select: str) -> str:
@@ -181,25 +191,25 @@ def _execute(statements, *, fetch: bool = False):
         cursor.close()
 
 
-def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int, str] | None:
-    """The shoe and its session's open turn, locked, the new coup's id, and
-    the chain's head with the chain held (casino/trail.py): the row locks
-    first, the chain lock last, so whoever holds the chain waits for no row
-    another chain writer holds (rollup cells are only touched with the chain
-    held; corrections and batches take it before theirs). None when there is
-    no such shoe or no open turn (the ORM path says which)."""
+def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
+    """The shoe and its session's open turn, locked, and the new coup's id.
+    The chain is taken later, by coup_write (after these row locks, as every
+    chain writer orders them: whoever holds the chain waits for no row
+    another chain writer holds; rollup cells are only touched with the chain
+    held). None when there is no such shoe or no open turn (the ORM path
+    says which)."""
     sql, readers = _lock_statement()
-    row = _execute([(sql, [ADVISORY_LOCK_KEY, shoe_id])], fetch=True)
+    row = _execute([(sql, [shoe_id])], fetch=True)
     if row is None:
         return None
-    shoe, session, table, rules, turn = _split(row[1:-1], readers)
+    shoe, session, table, rules, turn = _split(row[1:], readers)
     coup_id = row[0]
     # the session's own version: a change made since it opened waits for the next
     session.rules = rules
     session.table = table
     shoe.session = session
     turn.session = session
-    return shoe, turn, coup_id, row[-1] or ""
+    return shoe, turn, coup_id
 
 
 # Values psycopg takes as they are: for these fields the ORM's preparation
@@ -298,11 +308,11 @@ def coup_write(
     turn: BankerTurn,
     log: dict,
     table_id: int,
-    head: str,
 ) -> None:
     """Write one prepared coup (what ledger_write does for a list) with its
-    change-log row: one round trip for the rows, one for the log row. Its id
-    comes from lock_for_coup."""
+    change-log row: the chain lock and head in one round trip, then the rows
+    and the log row linked to that head in one more. Its id comes from
+    lock_for_coup."""
     coup = prepared.coup
     coup.pk = coup_id
     for row in (*prepared.stakes, *prepared.findings):
@@ -320,13 +330,14 @@ def coup_write(
         statements.append(_insert(Finding, prepared.findings))
         # their review flags, in the same batch (hooks.py)
         statements += findings_statements(coup, prepared.findings)
-    log = {**log, "rows": [*log.get("rows", ()), turn, shoe]}
     statements += [
         *_rollup_upserts(prepared, table_id),
         _update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")),
-        _log_insert(head, [log]),
     ]
-    _execute(statements)
+    # the log row's digests of the rows it binds, before the chain is taken
+    entries = log_entry_rows([{**log, "rows": [*log.get("rows", ()), turn, shoe]}])
+    head = _execute([(CHAIN_HEAD, [ADVISORY_LOCK_KEY])], fetch=True)[0] or ""
+    _execute([*statements, _insert(ChangeLog, log_rows_signed(head, entries))])
     coup._state.adding = False
     coup._state.db = connection.alias
 

@@ -106,8 +106,8 @@ def test_postgres_batch_writes_the_flag_in_the_same_round_trip(shoe, turn, deal,
 
     monkeypatch.setattr(ledger_pg, "_execute", spy)
     coup = deal(shoe, FALSE_DRAW, [stake("200", seat=3)])
-    assert len(batches) == 2  # the lock; the writes with the log row
-    writes = batches[1]
+    assert len(batches) == 3  # the lock; the chain's head; the writes, log row
+    writes = batches[2]
     finding = writes.index(["INSERT", "INTO", '"tables_finding"'])
     assert writes[finding + 1:finding + 3] == [
         ["INSERT", "INTO", '"audit_flag"'], ["INSERT", "INTO", '"audit_flagevent"']]
