@@ -10,10 +10,11 @@ functions with the most cumulative time, and a split of the coup request's
 time into areas (database round trips, ORM, DRF, engine...). Also the wall
 time of the request's steps (token auth, validation, the lock and write round
 trips, the engine, the response), and a floor: the bare request's time plus
-the coup's two round trips, i.e. what a coup would cost if everything else in
-it were free; bare / floor is the best throughput ratio this design can reach
-(bench_http.py's aim is 0.5), without and with the turn openings a lost bank
-adds. Writes var/bench/profile_coup.json.
+the coup's round trips (the lock; the chain and the writes), i.e. what a
+coup would cost if everything else in it were free; bare / floor is the
+best throughput ratio this design can reach (bench_http.py's guard is
+0.25), without and with the turn openings a lost bank adds. Writes
+var/bench/profile_coup.json.
 """
 
 from __future__ import annotations
@@ -324,7 +325,7 @@ def main() -> None:
         + per.get("turn: write round trip", 0)
     )
     print(
-        f"floor: bare {bare_ms:.2f} ms + the coup's two round trips = "
+        f"floor: bare {bare_ms:.2f} ms + the coup's round trips = "
         f"{floor:.2f} ms -> at best {bare_ms / floor:.2f} of the bare throughput;"
         f"\n       with {share:.2f} turn openings per coup at their own floor "
         f"({turn_floor:.2f} ms): at best "
