@@ -138,24 +138,24 @@ def test_a_coup_is_three_round_trips_the_chain_held_for_the_last_two(
             stakes=[services.StakeInput(amount=D("100"), seat=2)],
         )
     # The lock (shoe, turn, coup id), without the chain; once the coup is
-    # judged and its rows made, the chain lock and its head, alone; then the
-    # writes with the log row, signed here with the trail key (never sent to
-    # the database), pipelined (savepoint statements only when nested in a
-    # test transaction).
+    # judged and its rows made, its own rows then the chain lock and its head
+    # (last); then, with the chain held, the rollup rows and the log row,
+    # signed here with the trail key (never sent to the database); each batch
+    # pipelined (savepoint statements only when nested in a test transaction).
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert "FOR UPDATE OF shoe, turn" in work[0]
     assert "casino_chain_head" not in work[0]
-    assert work[1] == "SELECT casino_chain_head(%s)"
-    assert [w.split()[0:3] for w in work[2:]] == [
+    assert [w.split()[0:3] for w in work[1:]] == [
         ["UPDATE", '"tables_bankerturn"', "SET"],
         ["INSERT", "INTO", '"tables_coup"'],
         ["INSERT", "INTO", '"tables_stake"'],
+        ["UPDATE", '"tables_shoe"', "SET"],
+        ["SELECT", "casino_chain_head(%s)"],
         # its row of every rollup grain (tables/rollups.py GRAINS)
         ["INSERT", "INTO", '"tables_dailyrollup"'],
         ["INSERT", "INTO", '"tables_tabledayrollup"'],
         ["INSERT", "INTO", '"tables_croupiermonthrollup"'],
         ["INSERT", "INTO", '"tables_seatmonthrollup"'],
-        ["UPDATE", '"tables_shoe"', "SET"],
         ["INSERT", "INTO", '"casino_changelog"'],
     ], work
     from django.conf import settings
@@ -215,3 +215,29 @@ def test_the_prepared_lock_survives_rollbacks_and_reconnects(manager, croupier):
     connection.close()  # a new session prepares it again
     assert coup(seat=3).created
     assert list(Coup.objects.filter(shoe=shoe).values_list("seq", flat=True)) == [1, 2]
+
+
+
+def test_a_turn_opening_is_two_round_trips_the_chain_after_its_row(
+        db, session, shoe, croupier):
+    sent = []
+
+    def spy(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        turn = services.banker_turn_open(session=session, user=croupier, seat=1,
+                                         bank=D("1000.00"))
+    # The session locked, then the chain lock and its head (after the row
+    # lock, in the same statement); the turn and its log row, pipelined.
+    work = [s for s in sent if "SAVEPOINT" not in s]
+    assert "FOR UPDATE OF session" in work[0]
+    assert work[0].startswith("SELECT locked.*, casino_chain_head(%s) FROM (")
+    assert [w.split()[0:3] for w in work[1:]] == [
+        ["INSERT", "INTO", '"tables_bankerturn"'],
+        ["INSERT", "INTO", '"casino_changelog"'],
+    ], work
+    log = ChangeLog.objects.order_by("-id").first()
+    assert log.action == "tables.turn.opened" and log.object_id == str(turn.pk)
+    assert trail_verify().ok

@@ -12,19 +12,21 @@ is most of a coup's cost at a busy table:
    such shoe, no open turn) sends the caller to the ORM path, which answers
    with the precise refusal.
 2. `coup_write`, once the coup is judged and its rows and its change-log
-   entry are made: the chain lock and the chain's head (casino_chain_head),
-   alone, after the row locks as before.
-3. The change-log row, signed here with the trail key (the database never
-   sees the key) and linked to that head, with the digests of the rows the
-   coup wrote (casino/trail.py, digested before the chain is taken), sent in
-   one batch with the rows: the turn's and the shoe's running state, the
-   coup, its stakes and findings, the rollup rows (upserts, with the chain
-   held, as every writer of them); then the commit.
+   entry are made, one batch: the coup's own rows (the turn's and the
+   shoe's running state, the coup, its stakes and findings), then the chain
+   lock and the chain's head (casino_chain_head), last, after every row lock
+   as before.
+3. With the chain held, one more batch: what other chain writers also write
+   (the findings' review flags, the rollup rows: upserts), and the
+   change-log row, signed here with the trail key (the database never sees
+   the key) and linked to that head, with the digests of the rows the coup
+   wrote (casino/trail.py, digested before the chain is taken); then the
+   commit.
 
-The chain is the one lock every coup of the floor shares: it is held from
-step 2 to the commit only, not while the coup is judged and its rows made
-(with eight tablets at once, holding it from step 1 made the coups wait for
-each other's Python: bench/bench_http.py).
+The chain is the one lock every coup of the floor shares: it is held for
+step 3 and the commit only, not while the coup is judged and its own rows
+written (with eight tablets at once, holding it from step 1 made the coups
+wait for each other's Python: bench/bench_http.py).
 
 Rows are written from the same unsaved model instances ledger_store.ledger_write
 takes, field by field through Django's own field preparation, so the two paths
@@ -142,16 +144,8 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     return sql, readers
 
 
-CHAIN_HEAD = "SELECT casino_chain_head(%s)"
-
-
-def _then_chain(locking_select: str) -> str:
-    """The locking select, then the chain: the outer select's list is worked
-    out on the rows the inner one has locked (a subquery with FOR UPDATE is
-    never flattened), so the chain lock comes after the row locks, in the same
-    statement and round trip. Its last column is the chain's head
-    (casino_chain_head, migration casino 0009); no row, no chain taken."""
-    return f"SELECT locked.*, casino_chain_head(%s) FROM ({locking_select}) locked"
+CHAIN_HEAD_CALL = "casino_chain_head(%s)"  # migration casino 0009
+CHAIN_HEAD = f"SELECT {CHAIN_HEAD_CALL}"
 
 
 class _PreparedCursor(psycopg.Cursor):
@@ -310,9 +304,9 @@ def coup_write(
     table_id: int,
 ) -> None:
     """Write one prepared coup (what ledger_write does for a list) with its
-    change-log row: the chain lock and head in one round trip, then the rows
-    and the log row linked to that head in one more. Its id comes from
-    lock_for_coup."""
+    change-log row: its own rows then the chain lock and head in one round
+    trip, then the flags, the rollups and the log row linked to that head in
+    one more. Its id comes from lock_for_coup."""
     coup = prepared.coup
     coup.pk = coup_id
     for row in (*prepared.stakes, *prepared.findings):
@@ -321,23 +315,28 @@ def coup_write(
     shoe.dealt = shoe_state.dealt
     shoe.card_counts = dict(shoe_state.counts)
     shoe.held_by_seq = shoe_state.held_seq
-    statements = [
+    # The coup's own rows first (rows this transaction holds or makes, which
+    # no chain holder waits for), the chain lock and head last in the same
+    # round trip; then, with the chain held, what other chain writers also
+    # write: the review flags (flags_sync raises them too), the rollup rows,
+    # and the log row. The chain is held for that second, shorter batch.
+    rows = [
         _update(turn, TURN_FIELDS),
         _insert(Coup, [coup], with_pk=True),
         _insert(Stake, prepared.stakes),
     ]
     if prepared.findings:
-        statements.append(_insert(Finding, prepared.findings))
-        # their review flags, in the same batch (hooks.py)
-        statements += findings_statements(coup, prepared.findings)
-    statements += [
+        rows.append(_insert(Finding, prepared.findings))
+    rows.append(_update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")))
+    chained = [
+        # the findings' review flags, in the coup's transaction (hooks.py)
+        *findings_statements(coup, prepared.findings),
         *_rollup_upserts(prepared, table_id),
-        _update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")),
     ]
     # the log row's digests of the rows it binds, before the chain is taken
     entries = log_entry_rows([{**log, "rows": [*log.get("rows", ()), turn, shoe]}])
-    head = _execute([(CHAIN_HEAD, [ADVISORY_LOCK_KEY])], fetch=True)[0] or ""
-    _execute([*statements, _insert(ChangeLog, log_rows_signed(head, entries))])
+    head = _execute([*rows, (CHAIN_HEAD, [ADVISORY_LOCK_KEY])], fetch=True)[0] or ""
+    _execute([*chained, _log_insert(head, entries)])
     coup._state.adding = False
     coup._state.db = connection.alias
 
@@ -365,7 +364,10 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         "WHERE session.id = %s "
         "FOR UPDATE OF session"
     )
-    return _then_chain(sql), readers
+    # The chain after the row lock, in the same statement: the outer select's
+    # list is worked out on the row the inner one has locked (a subquery with
+    # FOR UPDATE is never flattened); no row, no chain taken.
+    return (f"SELECT locked.*, {CHAIN_HEAD_CALL} FROM ({sql}) locked", readers)
 
 
 def lock_for_turn(
@@ -374,8 +376,10 @@ def lock_for_turn(
     """banker_turn_open's reads in one round trip: the session locked (as its
     ORM path does), its table and house rules, its latest turn (None before
     the first), the new turn's id, and the chain's head with the chain held
-    (after the row lock, as lock_for_coup). None: no such session, or a table
-    without rules (the ORM path answers)."""
+    (after the row lock, as every chain writer orders them). A turn opening
+    does little between its two round trips, so it keeps the chain from the
+    first (taking it later measured no faster: bench/bench_http.py). None: no
+    such session, or a table without rules (the ORM path answers)."""
     sql, readers = _turn_lock_statement()
     row = _execute([(sql, [ADVISORY_LOCK_KEY, session_id])], fetch=True)
     if row is None:
@@ -391,13 +395,15 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict, head: str) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
     row linked to the head it read, in one round trip."""
     turn.pk = turn_id
-    _execute([_insert(BankerTurn, [turn], with_pk=True), _log_insert(head, [log])])
+    _execute([_insert(BankerTurn, [turn], with_pk=True),
+              _log_insert(head, log_entry_rows([log]))])
     turn._state.adding = False
     turn._state.db = connection.alias
 
 
-def _log_insert(head: str, entries: list[dict]) -> tuple[str, list]:
-    """The change-log rows (log_action's entries), signed here with the trail
-    key (never sent to the database) and linked to `head`, which the caller
-    read under the chain lock: one INSERT for the caller's batch."""
-    return _insert(ChangeLog, log_rows_signed(head, log_entry_rows(entries)))
+def _log_insert(head: str, rows: list[dict]) -> tuple[str, list]:
+    """The change-log rows (log_entry_rows of log_action's entries, their
+    digests made before the chain was taken), signed here with the trail key
+    (never sent to the database) and linked to `head`, which the caller read
+    under the chain lock: one INSERT for the caller's batch."""
+    return _insert(ChangeLog, log_rows_signed(head, rows))

@@ -106,10 +106,12 @@ def test_postgres_batch_writes_the_flag_in_the_same_round_trip(shoe, turn, deal,
 
     monkeypatch.setattr(ledger_pg, "_execute", spy)
     coup = deal(shoe, FALSE_DRAW, [stake("200", seat=3)])
-    assert len(batches) == 3  # the lock; the chain's head; the writes, log row
-    writes = batches[2]
-    finding = writes.index(["INSERT", "INTO", '"tables_finding"'])
-    assert writes[finding + 1:finding + 3] == [
+    # the lock; the coup's rows and the chain; with the chain held, the flags,
+    # rollups and log row (the flags after the chain, as flags_sync's)
+    assert len(batches) == 3
+    assert ["INSERT", "INTO", '"tables_finding"'] in batches[1]
+    assert batches[1][-1][:2] == ["SELECT", "casino_chain_head(%s)"]
+    assert batches[2][:2] == [
         ["INSERT", "INTO", '"audit_flag"'], ["INSERT", "INTO", '"audit_flagevent"']]
     assert_raised_with(coup)
 
