@@ -25,6 +25,7 @@ import json
 import pstats
 import random
 import re
+import statistics
 import sys
 import time
 from collections import Counter
@@ -48,6 +49,10 @@ AREAS = [
 
 
 def shape(sql: str) -> str:
+    if sql.startswith("WITH "):  # ledger_pg's batches: one statement each
+        from tables.services.ledger_pg import statement_parts
+
+        return "WITH " + " + ".join(statement_parts(sql))
     sql = re.sub(r'"s\d+_x\d+"', "<savepoint>", sql)
     m = re.match(r'(SELECT|INSERT INTO|UPDATE|DELETE FROM)\s.*?"(\w+)"', sql, re.S)
     if m and m.group(1) == "SELECT":
@@ -147,6 +152,9 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative", help="pstats sort key")
     parser.add_argument("--sql", action="store_true")
     parser.add_argument(
+        "--pstats", metavar="FILE", help="also write the cProfile data there"
+    )
+    parser.add_argument(
         "--server-binding",
         action="store_true",
         help="try OPTIONS server_side_binding + prepare_threshold=5",
@@ -192,7 +200,7 @@ def main() -> None:
 
     # The turn a lost bank makes the next banker open (a third of the
     # clients' time in bench_http.py): timed and counted on their own.
-    turns = {"n": 0, "wall": 0.0, "cpu": 0.0, "queries": 0}
+    turns = {"n": 0, "wall": 0.0, "cpu": 0.0, "queries": 0, "cpus": []}
 
     def after(resp):
         assert resp.status_code == 201, resp.content
@@ -209,6 +217,7 @@ def main() -> None:
                 )
             turns["wall"] += time.perf_counter() - t0
             turns["cpu"] += time.process_time() - c0
+            turns["cpus"].append(time.process_time() - c0)
             turns["n"] += 1
             turns["queries"] += len(ctx.sql)
             assert r.status_code == 201, r.content
@@ -236,12 +245,14 @@ def main() -> None:
     # 1. Plain timing: wall and this process's CPU (the rest is waiting on
     # PostgreSQL), coup requests only.
     wall = cpu = 0.0
+    cpus = []  # per request: the median is steadier than the mean on a VM
     for k in range(20, 20 + args.coups):
         coup = next_coup(k)
         t0, c0 = time.perf_counter(), time.process_time()
         resp = post_coup(coup)
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
+        cpus.append(time.process_time() - c0)
         after(resp)
     # 1b. The same, with the request's steps timed (Phases): coup requests
     # and the turn openings that follow them, then bare requests.
@@ -296,6 +307,13 @@ def main() -> None:
         f"{turns['queries'] / tn:.2f} queries, {turns['wall'] / tn * 1000:.2f} ms "
         f"per request, of which {turns['cpu'] / tn * 1000:.2f} ms CPU"
     )
+    med = statistics.median(cpus) * 1000
+    med_turn = statistics.median(turns["cpus"] or [0]) * 1000
+    print(
+        f"median CPU: coup {med:.2f} ms, turn opening {med_turn:.2f} ms; per coup "
+        f"with its share of turn openings: "
+        f"{med + med_turn * turns['n'] / (20 + 3 * args.coups):.2f} ms"
+    )
     print(
         f"bare endpoint: {bare_q} queries per request, {bare_ms:.2f} ms per "
         f"request, of which {bare_cpu:.2f} ms CPU in this process\n"
@@ -337,6 +355,8 @@ def main() -> None:
     print("\none coup request:")
     for sql, t in one:
         print(f"  {t * 1000:6.2f} ms  " + (sql if args.sql else shape(sql)))
+    if args.pstats:
+        prof.dump_stats(args.pstats)
     stats = pstats.Stats(prof)
     total = sum(v[2] for v in stats.stats.values())  # own time of every function
     areas = Counter()

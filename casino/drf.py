@@ -2,6 +2,7 @@
 request fields. DRF imports them while it imports its own views, so this
 module must not import those views back."""
 
+import copy
 import re
 from decimal import Decimal
 
@@ -170,3 +171,41 @@ class BooleanField(serializers.BooleanField):
         if type(data) is not bool:
             self.fail("invalid", kind=_kind(data))
         return data
+
+
+class PrototypeFields:
+    """For the input serializers of the tablet's busiest requests (a coup, a
+    banker turn): each instance gets shallow copies of field prototypes made
+    once per class. DRF deep-copies every declared field per instance, which
+    re-runs each field's __init__ (and a nested serializer's) on every
+    request: a third of a coup's validation (bench/profile_coup.py).
+
+    A field keeps nothing between validations (its settings, validators and
+    messages are read, never written, while validating), so copies may share
+    them; each copy gets its own binding (name, parent), a list's child is
+    copied and re-parented with it, and a nested serializer makes its own
+    bound fields the same way."""
+
+    def get_fields(self):
+        cls = type(self)
+        prototypes = cls.__dict__.get("_prototype_fields")
+        if prototypes is None:  # once per class (a race makes equal copies)
+            prototypes = super().get_fields()  # DRF's deep copy, unbound
+            cls._prototype_fields = prototypes
+        return {name: _fresh(field) for name, field in prototypes.items()}
+
+
+# What a serializer keeps of one use of it: never carried into a copy.
+_PER_USE = ("fields", "_validated_data", "_errors", "_data", "initial_data")
+
+
+def _fresh(field):
+    new = copy.copy(field)
+    if isinstance(field, serializers.BaseSerializer):
+        for name in _PER_USE:
+            new.__dict__.pop(name, None)
+    child = getattr(field, "child", None)
+    if isinstance(field, serializers.ListField) and child is not None:
+        new.child = _fresh(child)
+        new.child.parent = new  # bound once by ListField (name "", source "")
+    return new

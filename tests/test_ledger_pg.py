@@ -120,7 +120,7 @@ def test_both_paths_write_the_same_rows(db, manager, croupier, monkeypatch):
     assert trail_verify().ok
 
 
-def test_a_coup_is_three_round_trips_the_chain_held_for_the_last_two(
+def test_a_coup_is_three_statements_the_chain_held_for_the_last_two(
         db, shoe, turn, croupier):
     services.coup_record(  # warm: tableau cache, roles cache
         shoe_id=shoe.pk, user=croupier, punter=["2H", "3D"], banker=["8C", "TS"],
@@ -138,26 +138,30 @@ def test_a_coup_is_three_round_trips_the_chain_held_for_the_last_two(
             stakes=[services.StakeInput(amount=D("100"), seat=2)],
         )
     # The lock (shoe, turn, coup id), without the chain; once the coup is
-    # judged and its rows made, its own rows then the chain lock and its head
-    # (last); then, with the chain held, the rollup rows and the log row,
-    # signed here with the trail key (never sent to the database); each batch
-    # pipelined (savepoint statements only when nested in a test transaction).
+    # judged and its rows made, one statement: its own rows then the chain
+    # lock and its head (last); then, with the chain held, one more: the
+    # rollup rows and the log row, signed here with the trail key (never sent
+    # to the database). Savepoint statements only when nested in a test
+    # transaction.
     work = [s for s in sent if "SAVEPOINT" not in s]
+    assert len(work) == 3, work
     assert "FOR UPDATE OF shoe, turn" in work[0]
     assert "casino_chain_head" not in work[0]
-    assert [w.split()[0:3] for w in work[1:]] == [
-        ["UPDATE", '"tables_bankerturn"', "SET"],
-        ["INSERT", "INTO", '"tables_coup"'],
-        ["INSERT", "INTO", '"tables_stake"'],
-        ["UPDATE", '"tables_shoe"', "SET"],
-        ["SELECT", "casino_chain_head(%s)"],
+    assert ledger_pg.statement_parts(work[1]) == [
+        "UPDATE tables_bankerturn",
+        "INSERT tables_coup",
+        "INSERT tables_stake",
+        "UPDATE tables_shoe",
+        "casino_chain_head",
+    ], work[1]
+    assert ledger_pg.statement_parts(work[2]) == [
         # its row of every rollup grain (tables/rollups.py GRAINS)
-        ["INSERT", "INTO", '"tables_dailyrollup"'],
-        ["INSERT", "INTO", '"tables_tabledayrollup"'],
-        ["INSERT", "INTO", '"tables_croupiermonthrollup"'],
-        ["INSERT", "INTO", '"tables_seatmonthrollup"'],
-        ["INSERT", "INTO", '"casino_changelog"'],
-    ], work
+        "INSERT tables_dailyrollup",
+        "INSERT tables_tabledayrollup",
+        "INSERT tables_croupiermonthrollup",
+        "INSERT tables_seatmonthrollup",
+        "INSERT casino_changelog",
+    ], work[2]
     from django.conf import settings
 
     from casino.trail import key_id_of
@@ -166,7 +170,12 @@ def test_a_coup_is_three_round_trips_the_chain_held_for_the_last_two(
     assert settings.TRAIL_KEY not in " ".join(sent)  # the key stays here
     assert log.key_id == key_id_of(settings.TRAIL_KEY)
     # Prepared, and kept by psycopg on the connection for the next coup.
-    assert len(connection.connection._prepared._names) >= 7
+    prepared = [query for query, _ in connection.connection._prepared._names]
+    assert any(b"FOR UPDATE OF shoe, turn" in q for q in prepared)
+    assert any(q.startswith(b'WITH w0 AS (UPDATE "tables_bankerturn"')
+               for q in prepared)
+    assert any(q.startswith(b'WITH w0 AS (INSERT INTO "tables_dailyrollup"')
+               for q in prepared)
 
 
 def test_missing_turn_falls_back_with_the_precise_refusal(db, shoe, croupier):
@@ -218,7 +227,7 @@ def test_the_prepared_lock_survives_rollbacks_and_reconnects(manager, croupier):
 
 
 
-def test_a_turn_opening_is_two_round_trips_the_chain_after_its_row(
+def test_a_turn_opening_is_two_statements_the_chain_after_its_row(
         db, session, shoe, croupier):
     sent = []
 
@@ -230,14 +239,115 @@ def test_a_turn_opening_is_two_round_trips_the_chain_after_its_row(
         turn = services.banker_turn_open(session=session, user=croupier, seat=1,
                                          bank=D("1000.00"))
     # The session locked, then the chain lock and its head (after the row
-    # lock, in the same statement); the turn and its log row, pipelined.
+    # lock, in the same statement); the turn and its log row, one statement.
     work = [s for s in sent if "SAVEPOINT" not in s]
+    assert len(work) == 2, work
     assert "FOR UPDATE OF session" in work[0]
-    assert work[0].startswith("SELECT locked.*, casino_chain_head(%s) FROM (")
-    assert [w.split()[0:3] for w in work[1:]] == [
-        ["INSERT", "INTO", '"tables_bankerturn"'],
-        ["INSERT", "INTO", '"casino_changelog"'],
-    ], work
+    assert work[0].startswith("SELECT locked.*, casino_chain_head($1) FROM (")
+    assert ledger_pg.statement_parts(work[1]) == [
+        "INSERT tables_bankerturn", "INSERT casino_changelog"], work[1]
     log = ChangeLog.objects.order_by("-id").first()
     assert log.action == "tables.turn.opened" and log.object_id == str(turn.pk)
     assert trail_verify().ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_coup_refused_by_its_own_rows_never_waits_for_the_chain(manager, croupier):
+    """The coup's rows and the chain are one statement: the rows first. A
+    key already used on another body fails at the coup's row (the unique
+    index), while another session holds the chain, without waiting for it."""
+    import psycopg
+
+    from casino.trail import ADVISORY_LOCK_KEY
+    from tables.errors import Conflict
+
+    shoe = open_table("Chain order", manager, croupier)
+
+    def coup(seat):
+        return services.coup_record(
+            shoe_id=shoe.pk, user=croupier, punter=["4H", "3D"], banker=["7C", "KS"],
+            stakes=[services.StakeInput(amount=D("100"), seat=seat)],
+            idempotency_key="chain-order",
+        )
+
+    assert coup(seat=2).created
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", [ADVISORY_LOCK_KEY])
+        with connection.cursor() as cursor:  # waiting would fail, not hang
+            cursor.execute("SET lock_timeout = '3s'")
+        with pytest.raises(Conflict) as refused:
+            coup(seat=3)  # the same key on another body
+        assert refused.value.field == "Idempotency-Key"
+    finally:
+        holder.rollback()
+        holder.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert Coup.objects.filter(shoe=shoe).count() == 1
+
+
+def test_values_are_what_djangos_preparation_makes(db, shoe, turn, croupier,
+                                                   monkeypatch):
+    """ledger_pg passes an aware datetime, a date and a finite Decimal as
+    they are (Django's preparation on PostgreSQL gives them back unchanged)
+    and prepares everything else through the ORM: for every row a coup
+    writes (a false draw, so findings too), the values are the ORM's own."""
+    from datetime import date, datetime
+
+    from psycopg.types.json import Jsonb
+
+    from casino.changelog import log_entry_rows, log_rows_signed
+    from casino.models import ChangeLog
+    from tables.rollups import GRAINS
+
+    seen = {}
+    real = ledger_pg.coup_write
+
+    def spy(**kw):
+        seen.update(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(ledger_pg, "coup_write", spy)
+    services.coup_record(  # banker 3 against a punter's third 8: a false draw
+        shoe_id=shoe.pk, user=croupier, punter=["2H", "3D", "8S"],
+        banker=["2C", "AS", "5D"], stakes=[services.StakeInput(amount=D("100"),
+                                                                seat=2)],
+    )
+    prepared = seen["prepared"]
+    assert prepared.findings
+    log = log_rows_signed("", log_entry_rows([seen["log"]]))
+    cells = [grain.model(**grain.filters(seen["table_id"], grain.key(prepared.coup)),
+                         findings={"false_draw": 1}) for grain in GRAINS]
+    rows = [prepared.coup, *prepared.stakes, *prepared.findings, seen["turn"],
+            seen["shoe"], *cells, *log]
+    assert any(isinstance(r, ChangeLog) for r in rows)
+
+    def plain(value):
+        return ("jsonb", value.obj) if isinstance(value, Jsonb) else value
+
+    kinds = set()
+    for obj in rows:
+        fields = ledger_pg._fields(type(obj), None, True)
+        ours = ledger_pg._values(obj, fields)
+        django = [f.get_db_prep_save(f.pre_save(obj, True), connection)
+                  for f, _ in fields]
+        assert [plain(v) for v in ours] == [plain(v) for v in django], obj
+        # the types too, but for integers: Django wraps some (Int2, Int4) for
+        # client-side binding, these statements bind server-side
+        assert [type(v) for v in ours] == [
+            int if isinstance(v, int) and type(v) is not bool else type(v)
+            for v in django], obj
+        kinds |= {type(v) for v in ours}
+    assert {D, datetime, date, Jsonb} <= kinds
+    # anything else than exactly the type goes through the ORM
+    stake = prepared.stakes[0]
+    field = type(stake)._meta.get_field("amount")
+    kind = dict(ledger_pg._fields(type(stake), ("amount",), False))[field]
+    assert ledger_pg._unchanged(kind, D("1.00"))
+    for odd in (D("NaN"), D("Infinity"), "1.00", 1):
+        assert not ledger_pg._unchanged(kind, odd)
+    when = type(prepared.coup)._meta.get_field("created_at")
+    when_kind = dict(ledger_pg._fields(type(prepared.coup), ("created_at",),
+                                       False))[when]
+    assert not ledger_pg._unchanged(when_kind, datetime(2026, 1, 1))  # naive

@@ -7,7 +7,7 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from casino.drf import CharField, DecimalField, IntegerField
+from casino.drf import CharField, DecimalField, IntegerField, PrototypeFields
 
 from .. import chemmy
 from ..errors import Invalid
@@ -210,7 +210,7 @@ class ShoeSerializer(serializers.ModelSerializer):
         return shoe.next_seq - 1
 
 
-class TurnOpenSerializer(serializers.Serializer):
+class TurnOpenSerializer(PrototypeFields, serializers.Serializer):
     seat = IntegerField(min_value=1, max_value=12)
     bank = money_field()
     player_card = player_card_field()
@@ -250,7 +250,7 @@ class PassResultSerializer(serializers.Serializer):
     )
 
 
-class StakeInSerializer(serializers.Serializer):
+class StakeInSerializer(PrototypeFields, serializers.Serializer):
     seat = IntegerField(
         min_value=1, max_value=12, required=False, allow_null=True
     )
@@ -274,7 +274,7 @@ class StakeInSerializer(serializers.Serializer):
         return attrs
 
 
-class CoupInSerializer(serializers.Serializer):
+class CoupInSerializer(PrototypeFields, serializers.Serializer):
     punter = hand_field()
     banker = hand_field()
     stakes = serializers.ListField(

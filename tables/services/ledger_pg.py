@@ -1,9 +1,9 @@
-"""One coup from a tablet on PostgreSQL in three short round trips.
+"""One coup from a tablet on PostgreSQL in three statements.
 
 `coup_record` runs the same steps on every database (lock the shoe and the
-open banker turn, coup_prepare, write, log); on PostgreSQL it takes them with
-three statements' worth of round trips instead of eleven ORM queries, which
-is most of a coup's cost at a busy table:
+open banker turn, coup_prepare, write, log); on PostgreSQL it takes them in
+three prepared statements instead of eleven ORM queries, which is most of a
+coup's cost at a busy table:
 
 1. `lock_for_coup`: one SELECT locks the shoe and the open turn (FOR UPDATE,
    shoe first, as lock_shoe and lock_open_turn do), reads the session, table
@@ -12,34 +12,40 @@ is most of a coup's cost at a busy table:
    such shoe, no open turn) sends the caller to the ORM path, which answers
    with the precise refusal.
 2. `coup_write`, once the coup is judged and its rows and its change-log
-   entry are made, one batch: the coup's own rows (the turn's and the
-   shoe's running state, the coup, its stakes and findings), then the chain
-   lock and the chain's head (casino_chain_head), last, after every row lock
-   as before.
-3. With the chain held, one more batch: what other chain writers also write
-   (the findings' review flags, the rollup rows: upserts), and the
-   change-log row, signed here with the trail key (the database never sees
-   the key) and linked to that head, with the digests of the rows the coup
-   wrote (casino/trail.py, digested before the chain is taken); then the
-   commit.
+   entry are made, one statement: the coup's own rows (the turn's and the
+   shoe's running state, the coup, its stakes and findings) as
+   data-modifying CTEs, then, once they are written, the chain lock and the
+   chain's head (casino_chain_head), after every row lock as before.
+3. With the chain held, one more: what other chain writers also write (the
+   rollup rows: upserts) and the change-log row, signed here with the trail
+   key (the database never sees the key) and linked to that head, with the
+   digests of the rows the coup wrote (casino/trail.py, digested before the
+   chain is taken); then the commit. A coup with findings sends their review
+   flags first, in the same round trip.
 
 The chain is the one lock every coup of the floor shares: it is held for
 step 3 and the commit only, not while the coup is judged and its own rows
 written (with eight tablets at once, holding it from step 1 made the coups
-wait for each other's Python: bench/bench_http.py).
+wait for each other's Python: bench/bench_http.py). One statement per step,
+not a pipeline of one per table: each statement cost this process more
+(placeholders parsed, a flush and a poll, the GIL handed over) than the
+database spent on it.
 
 Rows are written from the same unsaved model instances ledger_store.ledger_write
-takes, field by field through Django's own field preparation, so the two paths
-cannot disagree on a column (a test compares their rows).
+takes, each value as Django's own field preparation makes it (_values), so the
+two paths cannot disagree on a column (tests compare their rows and values).
 """
 
 from __future__ import annotations
 
+import re
+from datetime import date, datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import psycopg
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 from casino.changelog import log_entry_rows, log_rows_signed
 from casino.models import ChangeLog
@@ -145,16 +151,73 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
 
 
 CHAIN_HEAD_CALL = "casino_chain_head(%s)"  # migration casino 0009
-CHAIN_HEAD = f"SELECT {CHAIN_HEAD_CALL}"
 
 
-class _PreparedCursor(psycopg.Cursor):
+class _PreparedCursor(psycopg.RawCursor):
     """Server-side binding, each statement prepared once per connection
     (psycopg keeps them): planning costs the server more than running these
-    statements, the lock's five-table join above all."""
+    statements, the lock's five-table join above all. Raw: the statements
+    arrive with PostgreSQL's own $1, $2 (_numbered), since psycopg's own
+    conversion of %s is cached only for statements under 4 KB and 50
+    parameters, and a coup's batches are longer (parsed on every coup, it
+    cost more than the round trips it replaced)."""
 
     def execute(self, query, params=None, *, prepare=True, binary=None):
         return super().execute(query, params, prepare=prepare, binary=binary)
+
+
+@lru_cache(maxsize=512)
+def _numbered(sql: str) -> str:
+    """`sql` with its %s placeholders numbered $1, $2... A statement's text
+    depends only on its shape (how many stakes, findings...), so few texts."""
+    pieces = sql.split("%s")
+    if any("%" in piece for piece in pieces):
+        raise ValueError("only %s placeholders: " + sql[:80])
+    out = [pieces[0]]
+    for n, piece in enumerate(pieces[1:], start=1):
+        out += [f"${n}", piece]
+    return "".join(out)
+
+
+def _with(first: list[tuple[str, list]], last: tuple[str, list]) -> tuple[str, list]:
+    """`first` (INSERTs, UPDATEs) as data-modifying CTEs of `last`: one
+    statement. Every execute costs this process a flush, a poll and the GIL
+    handed over and back, which under load cost more than the statement
+    itself (bench/bench_http.py); PostgreSQL runs each CTE to completion, in
+    no given order, within the statement."""
+    ctes = ", ".join(f"w{i} AS ({sql})" for i, (sql, _) in enumerate(first))
+    params = [p for _, ps in first for p in ps]
+    return f"WITH {ctes} {last[0]}", [*params, *last[1]]
+
+
+def _then_chain_head(rows: list[tuple[str, list]]) -> tuple[str, list]:
+    """The coup's own rows, then the chain lock and its head, in one
+    statement. Only the order within matters: CASE evaluates its condition
+    before its result (PostgreSQL's documented rule), and the condition
+    counts every row the CTEs wrote, so the chain is taken once they are
+    written and whoever holds it never waits for a row this coup is writing.
+    casino_chain_head reads the head in a snapshot of its own (a VOLATILE
+    PL/pgSQL function), newer than the statement's."""
+    steps = [(f"{sql} RETURNING 1", params) for sql, params in rows]
+    written = " + ".join(f"(SELECT count(*) FROM w{i})" for i in range(len(rows)))
+    return _with(
+        steps,
+        (f"SELECT CASE WHEN {written} >= 0 THEN {CHAIN_HEAD_CALL} END",
+         [ADVISORY_LOCK_KEY]),
+    )
+
+
+_PART = re.compile(r'(UPDATE|INSERT INTO) "(\w+)"|THEN (casino_chain_head)\(')
+
+
+def statement_parts(sql: str) -> list[str]:
+    """What one of this module's statements does, in its text's order:
+    "UPDATE tables_shoe", "INSERT tables_coup", "casino_chain_head" (for the
+    tests and bench/profile_coup.py; a rollup's ON CONFLICT is not a part)."""
+    return [
+        "casino_chain_head" if m[3] else f"{m[1].split()[0]} {m[2]}"
+        for m in _PART.finditer(sql)
+    ]
 
 
 def _execute(statements, *, fetch: bool = False):
@@ -175,11 +238,12 @@ def _execute(statements, *, fetch: bool = False):
     cursor = wrap(_PreparedCursor(raw))
     try:
         if len(statements) == 1:
-            cursor.execute(*statements[0])
+            sql, params = statements[0]
+            cursor.execute(_numbered(sql), params)
         else:
             with connection.wrap_database_errors, raw.pipeline():
                 for sql, params in statements:
-                    cursor.execute(sql, params)
+                    cursor.execute(_numbered(sql), params)
         return cursor.fetchone() if fetch else None
     finally:
         cursor.close()
@@ -209,33 +273,62 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
 # Values psycopg takes as they are: for these fields the ORM's preparation
 # only re-checks types it already has (str, int, bool, a foreign key's id).
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+# Fields whose preparation on PostgreSQL gives back a value of this type
+# unchanged (to_python keeps it, the backend's adapt_*_value is the identity):
+# such a value is passed as it is, anything else goes through the ORM.
+_UNCHANGED = (
+    (models.DateTimeField, datetime),  # an aware one (settings.USE_TZ)
+    (models.DateField, date),
+    (models.DecimalField, Decimal),  # a finite one
+)
+_PLAIN = object()
+
+
+def _kind(field):
+    """_PLAIN, a type (the value passes as it is when it has exactly that
+    type) or None (always Django's preparation)."""
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return None
+    if isinstance(field, _AS_IS) or (
+        field.is_relation and field.target_field.primary_key
+    ):
+        return _PLAIN
+    return next((t for cls, t in _UNCHANGED if isinstance(field, cls)), None)
 
 
 @lru_cache(maxsize=32)
 def _fields(model, names: tuple[str, ...] | None, with_pk: bool) -> tuple:
-    """(field, prepare?) for the columns written: `names`, else every
-    concrete field (the primary key only `with_pk`)."""
+    """(field, kind) for the columns written: `names`, else every concrete
+    field (the primary key only `with_pk`)."""
     if names is None:
         chosen = [
             f for f in model._meta.concrete_fields if with_pk or not f.primary_key
         ]
     else:
         chosen = [model._meta.get_field(name) for name in names]
-    plain = [
-        (isinstance(f, _AS_IS) or (f.is_relation and f.target_field.primary_key))
-        and not getattr(f, "auto_now", False)
-        and not getattr(f, "auto_now_add", False)
-        for f in chosen
-    ]
-    return tuple(zip(chosen, plain, strict=True))
+    return tuple((f, _kind(f)) for f in chosen)
+
+
+def _unchanged(kind, value) -> bool:
+    if kind is _PLAIN or value is None:
+        return True
+    if type(value) is not kind:  # a subclass may prepare otherwise
+        return False
+    if kind is datetime:
+        return value.tzinfo is not None
+    return kind is date or value.is_finite()
 
 
 def _values(obj, fields) -> list:
-    return [
-        getattr(obj, f.attname) if plain
-        else f.get_db_prep_save(f.pre_save(obj, True), connection)
-        for f, plain in fields
-    ]
+    """Each field's value for the database, as Django would prepare it."""
+    conn = connections[DEFAULT_DB_ALIAS]  # the wrapper itself, not the proxy
+    out = []
+    for f, kind in fields:
+        value = getattr(obj, f.attname)
+        if kind is None or not _unchanged(kind, value):
+            value = f.get_db_prep_save(f.pre_save(obj, True), conn)
+        out.append(value)
+    return out
 
 
 def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
@@ -244,13 +337,18 @@ def _insert(model, rows: list, *, with_pk: bool = False) -> tuple[str, list]:
     params = []
     for obj in rows:
         params += _values(obj, fields)
+    return _insert_sql(model, len(rows), with_pk), params
+
+
+@lru_cache(maxsize=256)
+def _insert_sql(model, count: int, with_pk: bool) -> str:
+    fields = _fields(model, None, with_pk)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     columns = ", ".join(f'"{f.column}"' for f, _ in fields)
-    sql = (
+    return (
         f'INSERT INTO "{model._meta.db_table}" ({columns}) VALUES '
-        + ", ".join([one] * len(rows))
+        + ", ".join([one] * count)
     )
-    return sql, params
 
 
 def _update(obj, names: tuple[str, ...]) -> tuple[str, list]:
@@ -282,15 +380,23 @@ def _rollup_upserts(prepared: PreparedCoup, table_id: int) -> list[tuple[str, li
     for grain in GRAINS:
         row = grain.model(**grain.filters(table_id, grain.key(coup)), findings={})
         delta.apply(row)  # the coup alone: a new row, or what it adds
-        sql, params = _insert(grain.model, [row])
-        t = grain.model._meta.db_table
-        sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
-        if row.findings:
-            sets.append('"findings" = ' + _MERGE_FINDINGS.format(t=t))
-        target = ", ".join(f'"{c}"' for c in ("table_id", *grain.fields))
-        sql += f" ON CONFLICT ({target}) DO UPDATE SET " + ", ".join(sets)
-        out.append((sql, params))
+        params = _values(row, _fields(grain.model, None, False))
+        out.append((_upsert_sql(grain, bool(row.findings)), params))
     return out
+
+
+@lru_cache(maxsize=16)
+def _upsert_sql(grain, with_findings: bool) -> str:
+    t = grain.model._meta.db_table
+    sets = [f'"{name}" = {t}."{name}" + EXCLUDED."{name}"' for name in _SUMS]
+    if with_findings:
+        sets.append('"findings" = ' + _MERGE_FINDINGS.format(t=t))
+    target = ", ".join(f'"{c}"' for c in ("table_id", *grain.fields))
+    return (
+        _insert_sql(grain.model, 1, False)
+        + f" ON CONFLICT ({target}) DO UPDATE SET "
+        + ", ".join(sets)
+    )
 
 
 def coup_write(
@@ -328,15 +434,15 @@ def coup_write(
     if prepared.findings:
         rows.append(_insert(Finding, prepared.findings))
     rows.append(_update(shoe, ("next_seq", "dealt", "card_counts", "held_by_seq")))
-    chained = [
-        # the findings' review flags, in the coup's transaction (hooks.py)
-        *findings_statements(coup, prepared.findings),
-        *_rollup_upserts(prepared, table_id),
-    ]
     # the log row's digests of the rows it binds, before the chain is taken
     entries = log_entry_rows([{**log, "rows": [*log.get("rows", ()), turn, shoe]}])
-    head = _execute([*rows, (CHAIN_HEAD, [ADVISORY_LOCK_KEY])], fetch=True)[0] or ""
-    _execute([*chained, _log_insert(head, entries)])
+    head = _execute([_then_chain_head(rows)], fetch=True)[0] or ""
+    _execute([
+        # the findings' review flags, in the coup's transaction (hooks.py): an
+        # event names its flag by a read the flag's own statement cannot see
+        *findings_statements(coup, prepared.findings),
+        _with(_rollup_upserts(prepared, table_id), _log_insert(head, entries)),
+    ])
     coup._state.adding = False
     coup._state.db = connection.alias
 
@@ -395,8 +501,8 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict, head: str) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
     row linked to the head it read, in one round trip."""
     turn.pk = turn_id
-    _execute([_insert(BankerTurn, [turn], with_pk=True),
-              _log_insert(head, log_entry_rows([log]))])
+    _execute([_with([_insert(BankerTurn, [turn], with_pk=True)],
+                    _log_insert(head, log_entry_rows([log])))])
     turn._state.adding = False
     turn._state.db = connection.alias
 

@@ -101,18 +101,19 @@ def test_postgres_batch_writes_the_flag_in_the_same_round_trip(shoe, turn, deal,
     real = ledger_pg._execute
 
     def spy(statements, **kw):
-        batches.append([sql.split()[:3] for sql, _ in statements])
+        batches.append([ledger_pg.statement_parts(sql) for sql, _ in statements])
         return real(statements, **kw)
 
     monkeypatch.setattr(ledger_pg, "_execute", spy)
     coup = deal(shoe, FALSE_DRAW, [stake("200", seat=3)])
     # the lock; the coup's rows and the chain; with the chain held, the flags,
-    # rollups and log row (the flags after the chain, as flags_sync's)
+    # rollups and log row (the flags after the chain, as flags_sync's), the
+    # flags first and on their own (an event reads its flag's id)
     assert len(batches) == 3
-    assert ["INSERT", "INTO", '"tables_finding"'] in batches[1]
-    assert batches[1][-1][:2] == ["SELECT", "casino_chain_head(%s)"]
-    assert batches[2][:2] == [
-        ["INSERT", "INTO", '"audit_flag"'], ["INSERT", "INTO", '"audit_flagevent"']]
+    assert "INSERT tables_finding" in batches[1][0]
+    assert batches[1][0][-1] == "casino_chain_head"
+    assert batches[2][:2] == [["INSERT audit_flag"], ["INSERT audit_flagevent"]]
+    assert batches[2][2][-1] == "INSERT casino_changelog"
     assert_raised_with(coup)
 
 
