@@ -1,18 +1,18 @@
 """The coup endpoint against the bare one, over HTTP on loopback.
 
 Run from the project root:  .venv/bin/python bench/bench_http.py
-    [--clients 1,8,32] [--duration 8] [--warmup 1.5]
+    [--clients 1,8,32] [--duration 8] [--warmup 1.5] [--rounds 3]
     [--worker-class gthread] [--workers 2] [--threads 4]
 
 A fresh PostgreSQL database (see _benchdb.py), gunicorn in the background
-(stopped by its pid at the end, also on error), and for each client count N:
-N concurrent keep-alive clients (asyncio, in a process of their own) post
-real coups, each to its own table, dealt from a shuffled shoe with an
-Idempotency-Key, opening a new banker turn when the bank is lost and a new
-shoe at the cut card; then, for each N, N clients post to
-POST /api/v1/bench/bare/ (DRF + token auth + one INSERT). Targets (the
-issue): coup throughput >= half the bare endpoint's, and the coup p99 at
-8 clients <= 1.5x the bare p99.
+(stopped by its pid at the end, also on error), and for each client count N,
+in `--rounds` alternating pairs of windows: N clients post to
+POST /api/v1/bench/bare/ (DRF + token auth + one INSERT), then N concurrent
+keep-alive clients (asyncio, in a process of their own) post real coups,
+each to its own table, dealt from a shuffled shoe with an Idempotency-Key,
+opening a new banker turn when the bank is lost and a new shoe at the cut
+card. The guard (issue 15): over the rounds, coup throughput >= 0.25 of the
+bare endpoint's at every N, else exit 1.
 Prints a table and writes var/bench/http.json. Afterwards every 201 must
 match a stored row (Coup rows, bare change-log rows).
 """
@@ -40,19 +40,36 @@ import _server  # noqa: E402
 GUARD_RATIO = 0.25
 
 
-def setup(clients: list[int]) -> tuple[str, dict[int, list[dict]]]:
-    """A croupier with a token, and one table per client of each run."""
+def setup(clients: list[int], rounds: int) -> tuple[str, dict[tuple, list[dict]]]:
+    """A croupier with a token, and one table per client of each run (a
+    round's clients start from a new shoe and the first banker seat)."""
     from casino.tokenauth import token_issue
 
     user = _benchdb.make_user("bench-croupier", "croupier")
     token = token_issue(user=user, device="bench")[1]
     tables = {}
     for n in clients:
-        tables[n] = []
-        for i in range(n):
-            _, session, shoe, _ = _benchdb.open_table(user, f"Bench N{n} #{i}")
-            tables[n].append({"session": session.pk, "shoe": shoe.pk})
+        for r in range(rounds):
+            tables[n, r] = []
+            for i in range(n):
+                _, session, shoe, _ = _benchdb.open_table(
+                    user, f"Bench N{n} R{r} #{i}"
+                )
+                tables[n, r].append({"session": session.pk, "shoe": shoe.pk})
     return token, tables
+
+
+def merge(parts: list[dict]) -> dict:
+    """One window's figures from a run's rounds of that endpoint."""
+    out = {"latencies": [], "errors": {}}
+    for part in parts:
+        out["latencies"] += part["latencies"]
+        for what, count in part["errors"].items():
+            out["errors"][what] = out["errors"].get(what, 0) + count
+        for key in ("done_201", "aux", "aux_s", "server_cpu_s", "postgres_cpu_s",
+                    "client_cpu_s"):
+            out[key] = out.get(key, 0) + part[key]
+    return out
 
 
 def pct(values: list[float], p: float) -> float:
@@ -98,6 +115,10 @@ def main() -> None:
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--warmup", type=float, default=1.5)
+    # Windows of the two endpoints alternate (bare, coup, bare, coup...): on a
+    # machine whose speed drifts, one window each made the ratio swing by a
+    # third from run to run, whatever the code.
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--worker-class", default="gthread", choices=["sync", "gthread"]
     )
@@ -111,45 +132,56 @@ def main() -> None:
     clients = [int(c) for c in args.clients.split(",")]
     if not 0 < args.duration <= 60 or max(clients) > 64:
         sys.exit("--duration must be in (0, 60] s and at most 64 clients")
+    if not 1 <= args.rounds <= 10:
+        sys.exit("--rounds must be in [1, 10]")
 
     url = _benchdb.configure()
     before = _benchdb.machine()  # what else was running when we started
     print(f"database: {url} (dropped and re-created)")
     _benchdb.recreate_database(url)
-    token, tables = setup(clients)
+    token, tables = setup(clients, args.rounds)
     from django.db import connection
 
     connection.close()
     port = _server.free_port()
     proc, cmd = _server.start(args, port)
     print(f"server: {' '.join(cmd[1:])}  (pid {proc.pid})")
-    rows = []
+    rows, windows = [], {}
     try:
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            # Interleaved per client count, so both endpoints see the same
-            # machine load (bare rows go to casino.BenchRow, not the trail).
-            for kind, n in [(k, n) for n in clients for k in ("bare", "coup")]:
-                cfg = {
-                    "kind": kind,
-                    "clients": n,
-                    "port": port,
-                    "token": token,
-                    "warmup": args.warmup,
-                    "duration": args.duration,
-                    "tables": tables[n],
-                    "tag": f"{kind}{n}",
-                    "master": proc.pid,
-                    "db": url.rsplit("/", 1)[1],
-                }
-                r = pool.apply(_loadgen.run, (cfg,))
-                rows.append(summarise(kind, n, r, args.duration))
-                print(f"  {kind:4s} x{n:<3d} {rows[-1]['per_s']:8.1f}/s", flush=True)
+            # Interleaved per client count and round, so both endpoints see
+            # the same machine load (bare rows go to casino.BenchRow, not the
+            # trail).
+            for n in clients:
+                for r in range(args.rounds):
+                    for kind in ("bare", "coup"):
+                        cfg = {
+                            "kind": kind,
+                            "clients": n,
+                            "port": port,
+                            "token": token,
+                            "warmup": args.warmup,
+                            "duration": args.duration,
+                            "tables": tables[n, r],
+                            "tag": f"{kind}{n}r{r}",
+                            "master": proc.pid,
+                            "db": url.rsplit("/", 1)[1],
+                        }
+                        got = pool.apply(_loadgen.run, (cfg,))
+                        windows.setdefault((kind, n), []).append(got)
+                        rate = len(got["latencies"]) / args.duration
+                        print(f"  {kind:4s} x{n:<3d} round {r + 1}: {rate:8.1f}/s",
+                              flush=True)
+                for kind in ("bare", "coup"):
+                    part = windows[kind, n]
+                    rows.append(summarise(kind, n, merge(part),
+                                          args.duration * len(part)))
     finally:
         _server.stop(proc)
-    report(args, cmd, clients, rows, before)
+    report(args, cmd, clients, rows, before, windows)
 
 
-def report(args, cmd, clients, rows, before) -> None:
+def report(args, cmd, clients, rows, before, windows) -> None:
     from casino.models import BenchRow
     from tables.models import Coup
 
@@ -189,10 +221,16 @@ def report(args, cmd, clients, rows, before) -> None:
             ),
         }
         x = ratios[n]
+        # each round's own ratio, to show the spread the rounds average out
+        x["rounds"] = [
+            round(len(c["latencies"]) / max(len(b["latencies"]), 1), 3)
+            for b, c in zip(windows["bare", n], windows["coup", n], strict=True)
+        ]
         print(
             f"    coup/bare: throughput {x['throughput']:.2f} "
             f"({x['throughput_without_aux']:.2f} no-aux; guard >= {GUARD_RATIO})"
-            f", cap {x['cpu_capacity']:.2f}, p99 {x['p99']:.2f}x"
+            f", cap {x['cpu_capacity']:.2f}, p99 {x['p99']:.2f}x; rounds "
+            + " ".join(f"{v:.2f}" for v in x["rounds"])
         )
     for r in rows:
         for what, count in r["errors"].items():
@@ -219,6 +257,7 @@ def report(args, cmd, clients, rows, before) -> None:
         "threads": args.threads,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
+        "rounds": args.rounds,
         "results": rows,
         "ratios": ratios,
         "guard": {"throughput_ratio_min": GUARD_RATIO},
