@@ -37,39 +37,23 @@ def play(coups: int, tag: str) -> None:
     import django
 
     django.setup()
+    from _dealer import ApiDealer
     from rest_framework.test import APIClient
 
     from casino.tokenauth import token_issue
-    from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
-    from tables.simulation import SimulationReport, deal_coup
 
     user = _benchdb.make_user(f"count-{tag}", "croupier")
     _, session, shoe, _ = _benchdb.open_table(user, f"Count {tag}")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)[1]}")
-    rng, report = random.Random(3), SimulationReport()
-    state = {"shoe": shoe.pk, "seat": 1, "cards": []}
+    dealer = ApiDealer(client, session.pk, shoe.pk)
 
     def one(k: int) -> None:
-        if len(state["cards"]) < 7:
-            client.post(f"/api/v1/shoes/{state['shoe']}/close/")
-            r = client.post(f"/api/v1/sessions/{session.pk}/shoes/",
-                            {"burned": 3}, format="json")
-            state["shoe"] = r.json()["id"]
-            state["cards"] = [c for c in ALL_CODES for _ in range(6)][:-3]
-            rng.shuffle(state["cards"])
-        punter, banker = deal_coup(rng, state["cards"], STANDARD_TABLEAU, 0.0, report)
-        others = [s for s in range(1, 10) if s != state["seat"]]
-        stakes = [{"seat": s, "amount": "20.00"} for s in rng.sample(others, k=2)]
-        r = client.post(f"/api/v1/shoes/{state['shoe']}/coups/",
-                        {"punter": punter, "banker": banker, "stakes": stakes},
-                        format="json", HTTP_IDEMPOTENCY_KEY=f"{tag}-{k}")
+        r = dealer.post_coup(dealer.next_coup(), f"{tag}-{k}")
         assert r.status_code == 201, r.content
         nxt = r.json()["next_banker_seat"]
         if nxt is not None:  # the bank was lost: the next seat opens a turn
-            state["seat"] = nxt
-            r = client.post(f"/api/v1/sessions/{session.pk}/turns/",
-                            {"seat": nxt, "bank": "100.00"}, format="json")
+            r = dealer.open_turn(nxt)
             assert r.status_code == 201, r.content
 
     for k in range(5):  # both runs warm the same caches before the count

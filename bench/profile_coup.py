@@ -23,7 +23,6 @@ import argparse
 import cProfile
 import json
 import pstats
-import random
 import re
 import statistics
 import sys
@@ -170,33 +169,20 @@ def main() -> None:
         connection.settings_dict["OPTIONS"].update(
             server_side_binding=True, prepare_threshold=5
         )
+    from _dealer import ApiDealer
     from rest_framework.test import APIClient
 
     from casino.tokenauth import token_issue
-    from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
-    from tables.simulation import SimulationReport, deal_coup
 
     user = _benchdb.make_user("bench-profile", "croupier")
     _, session, shoe, _ = _benchdb.open_table(user, "Profile")
     client = APIClient()
     token = token_issue(user=user, device="profile")[1]
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    rng, rep = random.Random(3), SimulationReport()
-    state = {"shoe": shoe.pk, "seat": 1, "cards": []}
+    dealer = ApiDealer(client, session.pk, shoe.pk)
 
-    def next_coup(k: int):
-        if len(state["cards"]) < 7:
-            client.post(f"/api/v1/shoes/{state['shoe']}/close/")
-            r = client.post(
-                f"/api/v1/sessions/{session.pk}/shoes/", {"burned": 3}, format="json"
-            )
-            state["shoe"] = r.json()["id"]
-            state["cards"] = [c for c in ALL_CODES for _ in range(6)][:-3]
-            rng.shuffle(state["cards"])
-        p, b = deal_coup(rng, state["cards"], STANDARD_TABLEAU, 0.0, rep)
-        others = [s for s in range(1, 10) if s != state["seat"]]
-        stakes = [{"seat": s, "amount": "20.00"} for s in rng.sample(others, k=2)]
-        return {"punter": p, "banker": b, "stakes": stakes}, f"profile-{k}"
+    def next_coup(k: int):  # a new shoe, when due, before the timer starts
+        return dealer.next_coup(), f"profile-{k}"
 
     # The turn a lost bank makes the next banker open (a third of the
     # clients' time in bench_http.py): timed and counted on their own.
@@ -206,15 +192,10 @@ def main() -> None:
         assert resp.status_code == 201, resp.content
         nxt = resp.json()["next_banker_seat"]
         if nxt is not None:
-            state["seat"] = nxt
             ctx = Queries()
             t0, c0 = time.perf_counter(), time.process_time()
             with connection.execute_wrapper(ctx):
-                r = client.post(
-                    f"/api/v1/sessions/{session.pk}/turns/",
-                    {"seat": nxt, "bank": "100.00"},
-                    format="json",
-                )
+                r = dealer.open_turn(nxt)
             turns["wall"] += time.perf_counter() - t0
             turns["cpu"] += time.process_time() - c0
             turns["cpus"].append(time.process_time() - c0)
@@ -222,25 +203,11 @@ def main() -> None:
             turns["queries"] += len(ctx.sql)
             assert r.status_code == 201, r.content
 
-    for k in range(20):  # warm-up: caches, connection, first shoe
-        body, key = next_coup(k)
-        after(
-            client.post(
-                f"/api/v1/shoes/{state['shoe']}/coups/",
-                body,
-                format="json",
-                HTTP_IDEMPOTENCY_KEY=key,
-            )
-        )
-
     def post_coup(coup):
-        body, key = coup
-        return client.post(
-            f"/api/v1/shoes/{state['shoe']}/coups/",
-            body,
-            format="json",
-            HTTP_IDEMPOTENCY_KEY=key,
-        )
+        return dealer.post_coup(*coup)
+
+    for k in range(20):  # warm-up: caches, connection, first shoe
+        after(post_coup(next_coup(k)))
 
     # 1. Plain timing: wall and this process's CPU (the rest is waiting on
     # PostgreSQL), coup requests only.
