@@ -8,15 +8,16 @@ memory, size).
 A dedicated PostgreSQL database (bench_reports, dropped and re-created) is
 filled server-side (INSERT ... SELECT generate_series: the same bulk path as
 COPY, without shipping rows through Python) with a year of coups: 20 tables x
-365 gaming days, 3 croupiers, 9 banker seats, outcomes drawn with the game's
-odds, 0.3 % of coups with a false_draw finding. The rollups are then built
-from the coups in SQL (one GROUP BY per grain), as the coup path adds to them.
-Growing from 1M to 10M adds coups to the same table-days, so the rollup rows
-stay the same (~197k cells, 7,300 table-days, 720 croupier months, 2,160 seat
-months): the report's time should stay flat, while a plain GROUP BY over the
-coups grows with them. 100M coups (40 GB of coup rows) are timed from the
-rollups they would leave, written straight (fill_rollups): the report reads
-nothing else. Results go to var/bench/reports.json.
+365 gaming days, 3 croupiers, 9 banker seats, real hands (a pool of 10,007
+dealt from shuffled shoes and played by the tableau: cards, totals, outcome),
+times with microseconds, 0.3 % of coups with a false_draw finding. The rollups
+are then built from the coups in SQL (one GROUP BY per grain), as the coup
+path adds to them. Growing from 1M to 10M adds coups to the same table-days,
+so the rollup rows stay the same (~197k cells, 7,300 table-days, 720 croupier
+months, 2,160 seat months): the report's time should stay flat, while a plain
+GROUP BY over the coups grows with them. 100M coups (40 GB of coup rows) are
+timed from the rollups they would leave, written straight (fill_rollups): the
+report reads nothing else. Results go to var/bench/reports.json.
 """
 
 from __future__ import annotations
@@ -130,9 +131,9 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
     cells = tables * days
     seq = f"(g / {cells} + 1)"
     c0 = croupiers[0]
-    u = "hashtext(g::text)"  # a deterministic pseudo-random number per coup
-    outcome = (f"CASE WHEN abs({u}) % 10000 < 4587 THEN 'banker' "
-               f"WHEN abs({u}) % 10000 < 9049 THEN 'punter' ELSE 'tie' END")
+    _hands()
+    # coup g plays hand g % HANDS: real cards, their totals and outcome
+    outcome = "h.outcome"
     covered = "(10 * (1 + abs(hashtext('c' || g)) % 50))"
     given = {
         "shoe_id": f"g % {cells} + 1", "turn_id": f"g % {cells} + 1", "seq": seq,
@@ -142,12 +143,15 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
                     f"WHERE r.id = {t0} + (g % {cells}) % {tables})",
         "tableau_version": "'chemmy-standard-1'",
         "gaming_day": f"DATE '{start}' + ((g % {cells}) / {tables})",
+        # a second apart, each with its microseconds, as the tablet's are
         "created_at": f"(DATE '{start}' + ((g % {cells}) / {tables}))::timestamptz"
-                      f" + interval '20 hours' + (g / {cells}) * interval '1 second'",
+                      f" + interval '20 hours' + (g / {cells}) * interval '1 second'"
+                      f" + abs(hashtext('t' || g)) % 1000000"
+                      f" * interval '1 microsecond'",
         "entered_by_id": f"{c0} + abs(hashtext('k' || g)) % {len(croupiers)}",
-        "punter_cards": "'[\"9H\", \"KD\"]'::jsonb",
-        "banker_cards": "'[\"5C\", \"2S\"]'::jsonb",
-        "punter_total": "9", "banker_total": "7", "outcome": outcome,
+        "punter_cards": "h.p", "banker_cards": "h.b",
+        "punter_total": "h.pt", "banker_total": "h.bt", "outcome": outcome,
+        "natural": "h.nat",
         "banker_seat": f"abs(hashtext('s' || g)) % {SEATS} + 1",
         "punter_seat": f"(abs(hashtext('s' || g)) + 4) % {SEATS} + 1",
         "bank_before": "1000", "covered": f"{covered}", "garage": "0",
@@ -161,7 +165,8 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
     began = time.perf_counter()
     with connection.cursor() as cur:
         cur.execute(f"INSERT INTO {Coup._meta.db_table} ({cols}) "
-                    f"SELECT {exprs} FROM generate_series({first}, {last}) g")
+                    f"SELECT {exprs} FROM generate_series({first}, {last}) g "
+                    f"JOIN bench_hands h ON h.i = g % {HANDS}")
         fcols, fexprs = _fill(Finding, {
             "coup_id": "c.id", "code": "'false_draw'", "severity": "'warning'",
             "side": "'banker'",
@@ -178,6 +183,36 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
                     f"max(coup_id), 0) FROM {Finding._meta.db_table})")
         cur.execute("ANALYZE")
     return time.perf_counter() - began
+
+
+HANDS = 10007  # prime: coup g's hand is not tied to its table or day
+
+
+def _hands() -> None:
+    """HANDS coups dealt from shuffled 6-deck shoes and played by the tableau
+    (bench_reaudit.Dealer: a third card where the game gives one, and a
+    croupier's rare mistake), with the engine's totals, outcome and natural:
+    the detail export's size is that of real hands (idempotent)."""
+    import bench_reaudit
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("CREATE UNLOGGED TABLE IF NOT EXISTS bench_hands (i int4 "
+                    "PRIMARY KEY, p jsonb, b jsonb, pt int2, bt int2, outcome text, "
+                    "nat text)")
+        cur.execute("SELECT count(*) FROM bench_hands")
+        if cur.fetchone()[0] == HANDS:
+            return
+        cur.execute("TRUNCATE bench_hands")
+        dealer = bench_reaudit.Dealer(seed=11)
+        rows = []
+        for i in range(HANDS):
+            p, b = dealer.coup()
+            pt, bt, outcome, nat, *_ = dealer.judge(p, b)
+            rows.append((i, json.dumps(p), json.dumps(b), pt, bt, outcome, nat))
+        cur.executemany("INSERT INTO bench_hands VALUES (%s, %s, %s, %s, %s, %s, "
+                        "%s)", rows)
+        cur.execute("ANALYZE bench_hands")
 
 
 def build_rollups() -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import F, Sum
@@ -51,7 +51,11 @@ FIELDS = (
     ("commission", "commission"),
     ("bank_after", "bank_after"),
     ("findings", "finding_count"),
-    ("tableau", "tableau_version"),
+    # The house-rules version the coup was played under: with the table, it
+    # names one "house rules" line of the stamp, which states every rule the
+    # coup was checked and settled by (its tableau among them). The stamp
+    # lists each version the rows carry (services._detail_rules).
+    ("rules", "rules__version"),
 )
 
 
@@ -85,7 +89,15 @@ def _cell(v) -> str:
         return ""
     if isinstance(v, list):
         return " ".join(v)  # cards: "9H KD 2C"
+    if isinstance(v, datetime):
+        return _utc(v)
     return v if isinstance(v, str) else str(v)
+
+
+def _utc(v: datetime) -> str:
+    """ISO 8601 in UTC, "Z" for the zone: "2025-01-01T19:00:00.123450Z",
+    without the fraction when it is zero (as isoformat)."""
+    return v.astimezone(UTC).isoformat()[:-6] + "Z"  # "+00:00" -> "Z"
 
 
 def write_coups_csv(
@@ -109,10 +121,8 @@ def write_coups_csv(
 
 
 def _sql_lines(using: str) -> bool:
-    """The lines are built in SQL on PostgreSQL when Django reads times in UTC
-    there (its default with USE_TZ; the SQL writes "+00:00")."""
-    connection = connections[using]
-    return connection.vendor == "postgresql" and connection.timezone_name == "UTC"
+    """The lines are built in SQL on PostgreSQL."""
+    return connections[using].vendor == "postgresql"
 
 
 def _write_python_rows(params, f, progress, using) -> int:
@@ -136,9 +146,9 @@ def _write_python_rows(params, f, progress, using) -> int:
 #   no quoting and take the plain line);
 # - int / numeric -> their text (numeric(14,2) keeps its two decimals, as the
 #   Decimal psycopg reads: "1000.00", "-2.50");
-# - a date -> YYYY-MM-DD (DateStyle ISO); a timestamptz as str() of the aware
-#   datetime Django reads (UTC): "2025-01-01 19:00:00+00:00", microseconds
-#   ".123450" only when not zero;
+# - a date -> YYYY-MM-DD (DateStyle ISO); a timestamptz in ISO 8601, UTC
+#   with "Z" (_utc): "2025-01-01T19:00:00Z", microseconds ".123450" only
+#   when not zero;
 # - cards (a JSON list of strings) -> the strings joined by a space.
 # Each function is cheap on purpose: 1M rows x 23 cells.
 
@@ -162,17 +172,16 @@ def _cards(x: str) -> str:
 
 
 def _timestamp(x: str) -> str:
-    # x::text is "2025-01-01 19:00:00+00" in the connection's time zone (UTC:
-    # checked before this is used) and trims trailing zeros of a fraction.
-    return (f"CASE WHEN date_trunc('second', {x}) = {x} THEN {x}::text || ':00' "
-            f"ELSE to_char({x} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
-            f"|| '+00:00' END")
+    utc = f"{x} AT TIME ZONE 'UTC'"
+    return (f"""to_char({utc}, CASE WHEN date_trunc('second', {utc}) = {utc} """
+            f"""THEN 'YYYY-MM-DD"T"HH24:MI:SS"Z"' """
+            f"""ELSE 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' END)""")
 
 
 KIND = {
     "gaming_day": "date", "created_at": "timestamp",
     "shoe__session__table__name": "text", "entered_by__username": "text",
-    "outcome": "text", "natural": "text", "tableau_version": "text",
+    "outcome": "text", "natural": "text",
     "punter_cards": "cards", "banker_cards": "cards",
 }  # every other field: an integer or a numeric, written as its text
 

@@ -267,6 +267,15 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     )
 
 
+def rules_of_period(from_day: date, to_day: date, table_ids) -> list[dict]:
+    """The stamp's house rules for a period's coups: the versions in force
+    over it and every version its coups were played under, each with its
+    coups (from the table-day rollups; no coup is read)."""
+    days_q = _rows(TableDayRollup, "gaming_day", from_day, to_day, table_ids)
+    return rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
+                      versions_used(days_q))
+
+
 def _rows(model, day_column: str, first: date, last: date, table_ids):
     rows = model.objects.filter(**{f"{day_column}__gte": first,
                                    f"{day_column}__lte": last})

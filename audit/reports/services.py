@@ -265,7 +265,7 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
         # The rows stream to the file as they are read: one snapshot for both.
         with replica.reading() as alias, replica.snapshot() as position:
             stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
-                                      rules=_rules(job.params))
+                                      rules=_detail_rules(job.params))
             stamp.update(_read_position(job, position))
             expected = detail.coups_expected(job.params)
             ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
@@ -294,12 +294,15 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
     return rows, doc.stamp
 
 
-def _rules(params: dict) -> list[dict]:
-    from .selectors import rules_in_force, rules_periods
+def _detail_rules(params: dict) -> list[dict]:
+    """Every house-rules version the detail's rows name in their `rules`
+    column (a session opened before a change keeps its version), with the
+    versions in force over the period."""
+    from .selectors import rules_of_period
 
-    return rules_in_force(rules_periods(params.get("tables") or None),
-                          date.fromisoformat(params["from_day"]),
-                          date.fromisoformat(params["to_day"]))
+    return rules_of_period(date.fromisoformat(params["from_day"]),
+                           date.fromisoformat(params["to_day"]),
+                           params.get("tables") or None)
 
 
 def nightly_reports(*, now: datetime | None = None, cutoff_hour: int | None = None,

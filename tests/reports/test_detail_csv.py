@@ -168,16 +168,21 @@ def test_cards_are_joined_as_the_python_writer_joins_them(cards):
     datetime(2025, 1, 1, 0, 0, 0, 100000, tzinfo=PARIS),
     datetime(999, 12, 31, 23, 0, tzinfo=ZoneInfo("UTC")),
 ])
-def test_times_are_written_as_python_writes_them(moment):
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_times_are_written_as_python_writes_them(moment, zone):
+    """ISO 8601 in UTC ("Z"), whatever the session's time zone."""
     from django.db import connection
 
     with connection.cursor() as cur:
+        cur.execute("SELECT %s::timestamptz", [moment])
+        as_read = cur.fetchone()[0]  # what the Python path gets
+        cur.execute("SELECT set_config('TimeZone', %s, true)", [zone])
         cur.execute(f"SELECT {detail._timestamp('x')} FROM "
                     f"(SELECT %s::timestamptz AS x) t", [moment])
         got = cur.fetchone()[0]
-        cur.execute("SELECT %s::timestamptz", [moment])
-        as_read = cur.fetchone()[0]  # what the Python path gets, in UTC
-    assert got == str(as_read)
+    assert got == detail._cell(as_read)
+    assert got.endswith("Z") and datetime.fromisoformat(got) == moment
+    assert ("." in got) == bool(moment.microsecond)
 
 
 @pytest.mark.postgres

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import zipfile
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -137,6 +138,11 @@ def test_coup_detail_csv_streams_every_current_coup(
     assert len(body) == Coup.objects.count() == job.rows == job.rows_expected
     first = dict(zip(lines[header_at], body[0], strict=True))
     assert first["gaming_day"] == DAY1.isoformat()
+    # ISO 8601 in UTC, to the microsecond
+    coup = Coup.objects.get(shoe__session_id=first["session"],
+                            shoe__number=first["shoe"], seq=first["seq"])
+    assert first["recorded_at"].endswith("Z") and "T" in first["recorded_at"]
+    assert datetime.fromisoformat(first["recorded_at"]) == coup.created_at
     assert len(first["punter_cards"].split()) in (2, 3)
     assert Decimal(first["commission"]) >= 0
 
@@ -171,3 +177,55 @@ def test_building_twice_changes_nothing(nights, manager,
     assert (again.sha256, again.finished_at, path.stat().st_mtime_ns) == before
     assert ReportJob.objects.count() == 1
     assert report_build(job_id=99999) is None
+
+
+def test_each_detail_row_names_house_rules_its_stamp_states(
+    croupier, manager, django_capture_on_commit_callbacks
+):
+    """The detail's `rules` column is the house-rules version a coup was
+    played under; with the row's table it names one "house rules" line of the
+    stamp, which gives the coup's tableau and every other rule. A session
+    opened before a change keeps its version: the stamp lists it too, though
+    the period's days are all under the new one."""
+    from tables.models import Table
+    from tables.rollups import current_coups
+    from tables.services import house_rules_change
+    from tables.simulation import simulate
+
+    from .conftest import DAY2, at, close_sessions, evening, play
+
+    play(croupier, DAY1, seed=4, prefix="R")
+    table = Table.objects.get(name="R 4-1")
+    with at(evening(DAY2, 7)):  # gaming day DAY2, still under version 1
+        simulate(user=croupier, tables=1, shoes=1, seed=4, table_prefix="R")
+    close_sessions(croupier, [table.pk], DAY2)
+    with at(evening(DAY2, 8)):
+        house_rules_change(table=table, user=manager, reason="eight decks", decks=8,
+                           tableau_version="punto-banco-1")
+    play(croupier, DAY2, seed=4, prefix="R")
+
+    job, path = build(manager, django_capture_on_commit_callbacks, kind="coups",
+                      from_day=DAY2, to_day=DAY2)
+    lines = list(csv.reader(path.open(encoding="utf-8")))
+    header_at = next(i for i, line in enumerate(lines) if line[:2] == ["gaming_day",
+                                                                        "table"])
+    stated = {}
+    for key, value in (line for line in lines[:header_at] if len(line) == 2):
+        if key == "house rules":
+            m = re.match(r"(.+): rules v(\d+), (\d+) decks, .*tableau ([^,]+),", value)
+            stated[(m[1], int(m[2]))] = (int(m[3]), m[4])
+    rows = [dict(zip(lines[header_at], r, strict=True)) for r in lines[header_at + 1:]]
+    assert "tableau" not in lines[header_at] and lines[header_at][-1] == "rules"
+    coups = {(c.shoe.session_id, c.shoe.number, c.seq): c
+             for c in Coup.objects.filter(gaming_day=DAY2).select_related(
+                 "rules", "shoe__session__table").filter(
+                 pk__in=current_coups().values("pk"))}
+    assert len(rows) == len(coups) == job.rows
+    assert {r["rules"] for r in rows} == {"1", "2"}
+    for r in rows:
+        coup = coups[(int(r["session"]), int(r["shoe"]), int(r["seq"]))]
+        assert coup.shoe.session.table.name == r["table"]
+        assert stated[(r["table"], int(r["rules"]))] == (coup.rules.decks,
+                                                         coup.tableau_version)
+    assert stated[("R 4-1", 1)] == (6, "chemmy-standard-1")
+    assert stated[("R 4-1", 2)] == (8, "punto-banco-1")
