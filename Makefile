@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_simulate.py
 	$(PY) bench/bench_http.py
+	$(PY) bench/count_coup.py
 	$(PY) bench/bench_reports.py
 
 ## Reliability (figures in var/reliability/). Fuzz the API at length: schemathesis

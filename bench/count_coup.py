@@ -12,6 +12,11 @@ instructions per coup, turn openings included: the same for the same code and
 inputs whatever else the machine is doing (a timed figure moved by a third from
 run to run on a shared 2-core machine). PostgreSQL's own work is not counted.
 Writes var/bench/count_coup.json.
+
+A guard beside bench_http.py's throughput ratio, and a deterministic one: the
+script exits 1 when a coup costs more than --budget instructions (17.5
+million: 16.3 million on 2026-12-01, 20.4 million for release 738fde4, whose
+ratio fell under bench_http's 0.25 on a slowed machine).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _benchdb  # noqa: E402
+
+BUDGET = 17.5e6
 
 
 def play(coups: int, tag: str) -> None:
@@ -80,6 +87,8 @@ def total(stderr: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--coups", type=int, default=100)
+    parser.add_argument("--budget", type=float, default=BUDGET,
+                        help="instructions a coup may cost (default %(default)s)")
     parser.add_argument("--play", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--tag", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -106,8 +115,14 @@ def main() -> None:
     out = _benchdb.OUT_DIR / "count_coup.json"
     out.write_text(json.dumps({"benchmark": "count_coup", "coups": args.coups,
                                "instructions_base": base, "instructions": full,
-                               "per_coup": round(per)}, indent=2) + "\n")
+                               "per_coup": round(per), "budget": round(args.budget),
+                               "held": per <= args.budget}, indent=2) + "\n")
     print(f"written: {out.relative_to(_benchdb.ROOT)}")
+    held = per <= args.budget
+    print(f"guard (instructions a coup <= {args.budget / 1e6:.1f} million): "
+          + ("held" if held else "BROKEN"))
+    if not held:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
