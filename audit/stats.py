@@ -33,6 +33,19 @@ PAUSE = timedelta(minutes=30)
 MIN_HOURS = 5 / 60
 
 
+def floor_stats(day_from: date, day_to: date, table: int | None = None):
+    """The three statistics and how far their data goes: read from the
+    reports replica when there is one, all from one snapshot of it (they
+    read whole ranges of coups, as reports do), else from the primary."""
+    from casino import replica
+
+    with replica.reading(), replica.snapshot() as position:
+        body = {"croupiers": croupier_stats(day_from, day_to, table),
+                "seats": seat_stats(day_from, day_to, table),
+                "tables": table_hours(day_from, day_to, table)}
+    return body, position
+
+
 def _rate(num: float | int, den: float) -> Decimal | None:
     if not den:
         return None

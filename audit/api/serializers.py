@@ -219,3 +219,6 @@ class StatsSerializer(serializers.Serializer):
     croupiers = serializers.ListField(child=serializers.DictField())
     seats = serializers.ListField(child=serializers.DictField())
     tables = serializers.ListField(child=serializers.DictField())
+    # how far the data goes (casino.replica.Position.as_dict): the reports
+    # replica when there is one
+    data_position = serializers.DictField()

@@ -325,10 +325,9 @@ class StatsView(APIView):
         summary="Per croupier, per seat, per table and hour (gaming days)")
     def get(self, request):
         day_from, day_to, table = stats_range(request.query_params)
-        body = {"day_from": day_from, "day_to": day_to,
-                "croupiers": stats.croupier_stats(day_from, day_to, table),
-                "seats": stats.seat_stats(day_from, day_to, table),
-                "tables": stats.table_hours(day_from, day_to, table)}
+        figures, position = stats.floor_stats(day_from, day_to, table)
+        body = {"day_from": day_from, "day_to": day_to, **figures,
+                "data_position": position.as_dict()}
         # rates are exact decimals, written as strings like money (casino/drf.py)
         return Response(s.StatsSerializer(body).data)
 

@@ -139,13 +139,14 @@ def stats_page(request):
         table = form.cleaned_data["table"]
     if day_from > day_to:
         day_from, day_to = day_to, day_from
-    hours = stats.table_hours(day_from, day_to, table)
+    figures, position = stats.floor_stats(day_from, day_to, table)
+    hours = figures["tables"]
     return render(request, "audit/stats.html", {
         "form": form, "day_from": day_from, "day_to": day_to, "table": table,
         "tables": Table.objects.order_by("name"),
-        "croupiers": stats.croupier_stats(day_from, day_to, table),
-        "seats": stats.seat_stats(day_from, day_to, table),
+        "croupiers": figures["croupiers"], "seats": figures["seats"],
         "hours": hours, "hour_range": _played_hours(hours),
+        "data_position": position.as_dict(),
     })
 
 

@@ -455,3 +455,47 @@ def test_a_reaudit_without_replica_reads_the_primary(on_primary_only):
     assert (position["alias"], position["replica"], position["coup"]) == (
         "default", False, _last_coup())
     assert position["text"].endswith("; read from the primary")
+
+
+def test_the_statistics_read_the_replica_and_say_how_far(on_pair, as_user, client):
+    """The pit boss's statistics (per croupier, per seat, per table and hour)
+    read whole ranges of coups: from the replica, in one snapshot, saying up
+    to which coup; behind when it lags."""
+    table = _play("Rep stats", DAY1, seed=18)
+    on_pair.catch_up()
+    first, seen = _last_coup(), _coups(table)
+    pitboss = _user("stats-pitboss", "pitboss")
+    query = {"from": DAY1, "to": DAY2, "table": table}
+
+    def coups_in(body) -> int:
+        return sum(c["coups"] for c in body["croupiers"])
+
+    primary, standby = _capture()
+    with primary, standby:
+        answer = as_user(pitboss).get(reverse("audit-api-stats"), query)
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["data_position"]["replica"] is True
+    assert body["data_position"]["coup"] == first
+    assert coups_in(body) == seen > 0
+    assert "tables_coup" in _tables(standby)
+    assert not _data_read(primary), _data_read(primary)
+
+    on_pair.pause()
+    try:
+        _play("Rep stats", DAY2, seed=18)  # the same table, the next day
+        behind = as_user(pitboss).get(reverse("audit-api-stats"), query).json()
+        client.force_login(pitboss)
+        page = client.get(reverse("floor:stats"), {
+            "day_from": DAY1, "day_to": DAY2, "table": table}).content.decode()
+    finally:
+        on_pair.resume()
+    assert _coups(table) > seen  # on the primary
+    assert coups_in(behind) == seen and behind["data_position"]["coup"] == first
+    assert Decimal(behind["data_position"]["lag_seconds"]) > 0
+    assert f"Data up to coup #{first}" in page and "replica lag" in page
+
+    on_pair.catch_up()
+    caught = as_user(pitboss).get(reverse("audit-api-stats"), query).json()
+    assert coups_in(caught) == _coups(table)
+    assert caught["data_position"]["coup"] == _last_coup()
