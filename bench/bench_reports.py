@@ -132,7 +132,10 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
     seq = f"(g / {cells} + 1)"
     c0 = croupiers[0]
     _hands()
-    # coup g plays hand g % HANDS: real cards, their totals and outcome
+    # coup g plays a hand drawn from the pool by a hash of g (with
+    # replacement: a table-day's coups vary as independent coups do, where
+    # g % HANDS would give a table-day of more than HANDS coups the whole
+    # pool, the same outcomes every day): real cards, totals and outcome
     outcome = "h.outcome"
     covered = "(10 * (1 + abs(hashtext('c' || g)) % 50))"
     given = {
@@ -166,7 +169,7 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
     with connection.cursor() as cur:
         cur.execute(f"INSERT INTO {Coup._meta.db_table} ({cols}) "
                     f"SELECT {exprs} FROM generate_series({first}, {last}) g "
-                    f"JOIN bench_hands h ON h.i = g % {HANDS}")
+                    f"JOIN bench_hands h ON h.i = abs(hashtext('h' || g)) % {HANDS}")
         fcols, fexprs = _fill(Finding, {
             "coup_id": "c.id", "code": "'false_draw'", "severity": "'warning'",
             "side": "'banker'",
@@ -185,7 +188,7 @@ def load_coups(first: int, last: int, t0: int, croupiers, *,
     return time.perf_counter() - began
 
 
-HANDS = 10007  # prime: coup g's hand is not tied to its table or day
+HANDS = 10007
 
 
 def _hands() -> None:
