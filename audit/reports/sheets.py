@@ -180,11 +180,11 @@ def findings_document(*, params: dict, user) -> Document:
                  ["Total", "", None, "", "", "", sum(by_code.values())])
     codes = Sheet("By code", [Column("code"), Column("findings", INT)],
                   [[c, n] for c, n in sorted(by_code.items())])
-    from .selectors import rules_in_force, rules_periods
+    from .selectors import rules_of_period
 
-    rules = rules_in_force(
-        rules_periods(params.get("tables") or None),
-        date.fromisoformat(params["from_day"]), date.fromisoformat(params["to_day"]),
-    )
+    # every version the period's coups were played under, with its coups
+    rules = rules_of_period(date.fromisoformat(params["from_day"]),
+                            date.fromisoformat(params["to_day"]),
+                            params.get("tables") or None)
     stamp = make_stamp(kind="findings", params=params, user=user, rules=rules)
     return Document(TITLES["findings"], stamp, [main, codes])

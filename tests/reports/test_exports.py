@@ -229,3 +229,11 @@ def test_each_detail_row_names_house_rules_its_stamp_states(
                                                          coup.tableau_version)
     assert stated[("R 4-1", 1)] == (6, "chemmy-standard-1")
     assert stated[("R 4-1", 2)] == (8, "punto-banco-1")
+    # the findings report of the same day states both versions too
+    _, findings = build(manager, django_capture_on_commit_callbacks,
+                        kind="findings", from_day=DAY2, to_day=DAY2)
+    head = findings.read_text(encoding="utf-8").split("\n\n")[0]
+    for version in (1, 2):
+        n = Coup.objects.filter(gaming_day=DAY2, rules__version=version).filter(
+            pk__in=current_coups().values("pk")).count()
+        assert f"R 4-1: rules v{version}, " in head and f", {n} coups" in head
