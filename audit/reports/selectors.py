@@ -262,18 +262,21 @@ def _commission_report(*, from_day, to_day, group_by, table_ids) -> CommissionRe
     return CommissionReport(
         from_day=from_day, to_day=to_day, group_by=group_by, rows=rows, total=total,
         flagged=_flagged(days_q, used, counts), days=days,
-        rules=rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
-                         used),
+        rules=rules_of_period(from_day, to_day, table_ids, used),
     )
 
 
-def rules_of_period(from_day: date, to_day: date, table_ids) -> list[dict]:
+def rules_of_period(from_day: date, to_day: date, table_ids,
+                    used: Expectations | None = None) -> list[dict]:
     """The stamp's house rules for a period's coups: the versions in force
     over it and every version its coups were played under, each with its
-    coups (from the table-day rollups; no coup is read)."""
-    days_q = _rows(TableDayRollup, "gaming_day", from_day, to_day, table_ids)
+    coups (from the table-day rollups, or `used` when the caller has read
+    them; no coup is read)."""
+    if used is None:
+        used = versions_used(_rows(TableDayRollup, "gaming_day", from_day, to_day,
+                                   table_ids))
     return rules_used(rules_in_force(rules_periods(table_ids), from_day, to_day),
-                      versions_used(days_q))
+                      used)
 
 
 def _rows(model, day_column: str, first: date, last: date, table_ids):
