@@ -15,3 +15,12 @@ class AuditConfig(AppConfig):
         hooks.register(FINDING_FLAGS)
         # A shoe's own finding (shoe_count at its close), in the close's.
         hooks.register_shoe(SHOE_FLAGS)
+        # A record found changed outside the app: the alarm is a flag; and a
+        # flag's status must be its decisions' (casino/continuity.py, trail).
+        from casino import continuity, trail
+
+        from .services.integrity import flags_state_problems, integrity_alarm
+
+        continuity.register_alarm(integrity_alarm)
+        if flags_state_problems not in trail.DERIVED_CHECKS:
+            trail.DERIVED_CHECKS.append(flags_state_problems)

@@ -61,6 +61,9 @@ class Flag(models.Model):
         # A statistical alert of a surveillance run (audit/surveillance): no
         # coup of its own; its evidence is a SurveillanceEvidence row.
         SURVEILLANCE = "surveillance"
+        # A row found changed outside the application by a write that was
+        # then refused (casino/continuity.py): critical, no coup of its own.
+        INTEGRITY = "integrity", "record changed outside the app"
 
     class Status(models.TextChoices):
         OPEN = "open"

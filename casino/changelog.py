@@ -11,8 +11,16 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from .models import ChangeLog
-from .trail import BOUND, GENESIS, chain_head, current_key, ledger_entries, row_digest
+from .models import ChangeLog, Seal
+from .trail import (
+    BOUND,
+    GENESIS,
+    chain_head,
+    current_key,
+    ledger_entries,
+    row_digest,
+    seal_index,
+)
 
 
 class _Encoder(DjangoJSONEncoder):
@@ -40,10 +48,12 @@ def _row(
     old: Any = None,
     new: Any = None,
     rows: Iterable = (),
+    deleted: Iterable = (),
 ) -> dict:
     """One log row's content. `rows` are the ledger rows the write inserted or
     changed, as written (their digests bind them to this row); `obj` counts
-    among them when it is a ledger row."""
+    among them when it is a ledger row. `deleted`: (label, key, before) of
+    bound rows the write deleted (casino.continuity.seal_check gave before)."""
     bound = list(rows)
     if obj is not None and obj._meta.label_lower in BOUND and obj not in bound:
         bound.insert(0, obj)
@@ -53,11 +63,11 @@ def _row(
         "device": (device or "")[:200],
         "action": action,
         "object_type": obj._meta.label_lower if obj is not None else "",
-        "object_id": str(obj.pk) if obj is not None else "",
+        "object_id": str(obj.pk)[:64] if obj is not None else "",
         "reason": reason or "",
         "old": _jsonable(old),
         "new": _jsonable(new),
-        "ledger": ledger_entries(bound) or None,
+        "ledger": ledger_entries(bound, deleted) or None,
     }
 
 
@@ -78,6 +88,7 @@ def log_action(
     old: Any = None,
     new: Any = None,
     rows: Iterable = (),
+    deleted: Iterable = (),
 ) -> ChangeLog:
     """Write one change-log row, chained to the one before (casino/trail.py).
     Must run inside the caller's transaction so the change and its trace
@@ -87,6 +98,7 @@ def log_action(
     return log_actions([{
         "action": action, "user": user, "device": device, "obj": obj,
         "reason": reason, "old": old, "new": new, "rows": rows,
+        "deleted": deleted,
     }])[0]
 
 
@@ -116,9 +128,17 @@ def log_rows_linked(connection, head: str, rows: list[dict]) -> list[ChangeLog]:
     """Insert rows (as `log_entry_rows` gives them) linked from `head`, which
     the caller read under the chain lock (casino.trail.chain_lock_statements),
     in one statement."""
-    return ChangeLog.objects.using(connection.alias).bulk_create(
+    logs = ChangeLog.objects.using(connection.alias).bulk_create(
         log_rows_signed(head, rows)
     )
+    seals = [
+        Seal(label=label, key=key, log_id=log.pk)
+        for log in logs
+        for label, key in seal_index(log.ledger)
+    ]
+    if seals:
+        Seal.objects.using(connection.alias).bulk_create(seals)
+    return logs
 
 
 def log_rows_signed(head: str, rows: list[dict]) -> list[ChangeLog]:

@@ -73,6 +73,26 @@ class ChangeLog(AppendOnlyModel):
         return f"{when} {self.action} {self.object_type}#{self.object_id}"
 
 
+class Seal(AppendOnlyModel):
+    """An index of the trail for the write path (casino/continuity.py): this
+    (label, key) row was written by change-log row `log_id`. The last one is
+    where the row's sealed state is read from before the app writes over it.
+    Append-only, so nobody can take a later seal back and replay an earlier
+    state; a seal inserted by hand names a log row that does not write the
+    row, and verify_trail names it."""
+
+    label = models.CharField(max_length=64)
+    key = models.CharField(max_length=128)
+    log_id = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["label", "key", "log_id"],
+                                name="seal_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.label} {self.key} sealed by {self.log_id}"
+
+
 class BenchRow(models.Model):
     """Rows of the bench-only bare endpoint (casino/bench.py): a yardstick
     kept out of the audit trail, so a bench database's trail still verifies."""

@@ -348,7 +348,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # Axes first: it refuses a locked-out user name before any password is checked.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "casino.backends.SealedModelBackend",
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -28,6 +28,8 @@ from django.utils import timezone
 from knox.auth import TokenAuthentication as KnoxTokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from .continuity import trusted
+
 # What knox issues: 64 hex digits (no prefix). Anything else is refused
 # before the database is asked (a NUL or a non-UTF-8 byte in a header would
 # otherwise reach the query or the decoder: a 500 instead of a 401).
@@ -86,6 +88,8 @@ class TokenAuthentication(KnoxTokenAuthentication):
 
     def validate_user(self, auth_token):
         user, auth_token = super().validate_user(auth_token)  # is_active
+        # the token's expiry, the user's password and flags, as sealed
+        trusted(auth_token, user, device=auth_token.device)
         if not _mark_matches(user, auth_token.password_mark):
             auth_token.delete()
             raise AuthenticationFailed(

@@ -49,9 +49,12 @@ ADVISORY_LOCK_KEY = 0x43484E  # "CHN"
 
 # The ledger rows bound to the chain: label -> the parent's attribute for rows
 # written in one insert with their parent (keyed "parent#position"), or None
-# for rows keyed by their own id.
+# for rows keyed by their own id (primary key).
 BOUND: dict[str, str | None] = {
+    "tables.tableauversion": None,
+    "tables.table": None,
     "tables.houserules": None,
+    "tables.tablesession": None,
     "tables.shoe": None,
     "tables.shoerelease": None,
     "tables.bankerturn": None,
@@ -62,13 +65,58 @@ BOUND: dict[str, str | None] = {
     "audit.cagnottecount": None,
     "audit.cagnotteattestation": None,
     "audit.flagevent": None,
+    "audit.gamingdayclose": None,
     # what a surveillance alert stands on (audit/surveillance/run.py)
     "audit.surveillanceevidence": None,
+    # who may do what: the people, their roles and grants (casino/accounts.py
+    # binds them whatever path writes them: a service, the admin, the shell)
+    "auth.user": None,
+    "auth.group": None,
+    "auth.user_groups": None,
+    "auth.group_permissions": None,
+    "auth.user_user_permissions": None,
+    "casino.apitoken": None,
+    "tablet.tabletprofile": None,
+    # what runs when (the nightly close, the anchors): beat's schedules
+    "django_celery_beat.periodictask": None,
+    "django_celery_beat.crontabschedule": None,
+    "django_celery_beat.intervalschedule": None,
+    "django_celery_beat.solarschedule": None,
+    "django_celery_beat.clockedschedule": None,
 }
 # Rows of a bound model that the trail covers, where not all are: a flag's
 # decisions (its other events are derived from the coups by flags_sync).
 BOUND_ONLY: dict[str, dict[str, Any]] = {
     "audit.flagevent": {"action__in": ("confirmed", "dismissed")},
+}
+# Bound rows that the design updates or deletes after their insert. Their
+# entries record the digest before and after the write ([before, after]:
+# before None for a new row, after None for a row deleted), and the write
+# path checks "before" against the row's last sealed state
+# (casino/continuity.py): a row changed outside the application is never
+# written over, so the next ordinary write cannot launder it.
+UPDATABLE = frozenset({
+    "tables.table", "tables.tablesession", "tables.shoe", "tables.bankerturn",
+    "auth.user", "auth.group", "auth.user_groups", "auth.group_permissions",
+    "auth.user_user_permissions", "casino.apitoken", "tablet.tabletprofile",
+    "django_celery_beat.periodictask", "django_celery_beat.crontabschedule",
+    "django_celery_beat.intervalschedule", "django_celery_beat.solarschedule",
+    "django_celery_beat.clockedschedule",
+})
+# Rows whose last sealed state the write path looks up (casino.Seal, an
+# index of the trail): the updatable ones, and the append-only ones that a
+# decision reads by reference (the rules a session plays, the tableau a
+# version names, the gaming days already closed).
+INDEXED = UPDATABLE | {
+    "tables.houserules", "tables.tableauversion", "audit.gamingdayclose",
+}
+# Columns a digest leaves out: bookkeeping that no decision reads and that
+# changes without a write of ours (a sign-in's time, beat's last run).
+DIGEST_EXCLUDE: dict[str, frozenset[str]] = {
+    "auth.user": frozenset({"last_login"}),
+    "django_celery_beat.periodictask": frozenset(
+        {"last_run_at", "total_run_count", "date_changed"}
+    ),
 }
 
 
@@ -142,10 +190,12 @@ _UNSET = object()
 def _plan(model) -> tuple:
     """Per model, once: each digested field's attname, how its value is
     canonicalised, and the value that leaves it out (see ledger_digest)."""
-    parent = BOUND.get(model._meta.label_lower)
+    label = model._meta.label_lower
+    parent = BOUND.get(label)
+    excluded = DIGEST_EXCLUDE.get(label, ())
     plan = []
     for f in model._meta.concrete_fields:
-        if f.primary_key or f.attname == parent:
+        if f.primary_key or f.attname == parent or f.attname in excluded:
             continue
         internal = f.get_internal_type()
         kind = {"DecimalField": _DECIMAL, "JSONField": _JSON}.get(internal, _OTHER)
@@ -175,7 +225,9 @@ def _canonical(kind: int, quant, value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, Decimal | float):
         return str(value)
-    return value
+    if isinstance(value, str | int | list | dict):
+        return value
+    return str(value)  # a time zone, a UUID...: its text
 
 
 def ledger_digest(obj) -> str:
@@ -203,10 +255,21 @@ def _covered(label: str, obj) -> bool:
     return True
 
 
-def ledger_entries(rows: Iterable) -> dict[str, dict[str, str]]:
+def label_key(obj) -> tuple[str, str]:
+    """A row of a model bound by its own key: (label, key) as the trail files
+    it."""
+    return obj._meta.label_lower, str(obj.pk)
+
+
+def ledger_entries(
+    rows: Iterable, deleted: Iterable[tuple[str, str, str | None]] = ()
+) -> dict[str, dict[str, Any]]:
     """The `ledger` field of a log row: each bound row's digest by label and
-    key. Child rows must come in their insertion order."""
-    out: dict[str, dict[str, str]] = {}
+    key ([before, after] for an updatable one: `before` is what the write
+    path found and checked, casino.continuity.seal_check, None for a row
+    this write inserted). Child rows must come in their insertion order.
+    `deleted`: (label, key, before) of rows this write deleted."""
+    out: dict[str, dict[str, Any]] = {}
     positions: dict[tuple[str, Any], int] = {}
     for obj in rows:
         label = obj._meta.label_lower
@@ -222,8 +285,33 @@ def ledger_entries(rows: Iterable) -> dict[str, dict[str, str]]:
             n = positions.get((label, pid), 0)
             positions[(label, pid)] = n + 1
             key = f"{pid}#{n}"
-        out.setdefault(label, {})[key] = ledger_digest(obj)
+        digest = ledger_digest(obj)
+        if label in UPDATABLE:
+            out.setdefault(label, {})[key] = [
+                obj.__dict__.get("_trail_before"), digest
+            ]
+            # sealed now: a later write in this transaction starts from here
+            obj.__dict__["_trail_before"] = digest
+        else:
+            out.setdefault(label, {})[key] = digest
+    for label, key, before in deleted:
+        out.setdefault(label, {})[key] = [before, None]
     return out
+
+
+def entry_after(entry: Any) -> str | None:
+    """The digest a trail entry leaves its row with (None: deleted)."""
+    return entry[1] if type(entry) is list else entry
+
+
+def seal_index(ledger: dict | None) -> list[tuple[str, str]]:
+    """The (label, key) pairs of a log row's entries that casino.Seal indexes."""
+    return [
+        (label, key)
+        for label, entries in (ledger or {}).items()
+        if label in INDEXED
+        for key in entries
+    ]
 
 
 # -- the chain's head ------------------------------------------------------------
@@ -286,8 +374,9 @@ class _Walk:
     def __init__(self, keys: dict[str, bytes], anchors: dict[int, str]):
         self.keys, self.anchors = keys, anchors
         self.prev, self.count, self.head_id = GENESIS, 0, None
-        self.ledger: dict[str, dict[str, tuple[str, int]]] = {}
+        self.ledger: dict[str, dict[str, tuple[str | None, int]]] = {}
         self.anchors_seen: set[int] = set()
+        self.gaps: list[str] = []  # continuity problems, in trail order
 
     def step(self, r: dict) -> tuple[int, str] | None:
         rid = r["id"]
@@ -320,9 +409,34 @@ class _Walk:
         for label, entries in (r["ledger"] or {}).items():
             mine = self.ledger.setdefault(label, {})
             for k, digest in entries.items():
+                if type(digest) is list:  # [before, after]: continuity
+                    before, digest = digest
+                    last = mine.get(k)
+                    if (last[0] if last else None) != before:
+                        self._discontinuity(label, k, before, last, rid)
                 mine[k] = (digest, rid)
         self.prev, self.head_id = r["hash"], rid
         return None
+
+    def _discontinuity(self, label, key, before, last, rid) -> None:
+        """A write found a row other than the trail had left it: the row was
+        changed (inserted, deleted) between the two trail rows, outside the
+        application."""
+        name = label.split(".")[1]
+        if len(self.gaps) >= 100:
+            return
+        if last is None:
+            what = "but no trail row wrote it before (inserted outside the application)"
+        elif last[0] is None:
+            what = f"but trail row {last[1]} deleted it"
+        else:
+            found = "nothing" if before is None else before[:12]
+            what = (f"found it as {found}, but trail row {last[1]} left it as "
+                    f"{last[0][:12]} (changed outside the application between them)")
+        if last is None:
+            self.gaps.append(f"{name} {key}: trail row {rid} changed it, {what}")
+        else:
+            self.gaps.append(f"{name} {key}: trail row {rid} {what}")
 
 
 def verify_rows(
@@ -354,6 +468,7 @@ def verify_rows(
     if not ledger:
         return TrailCheck(walk.count, walk.head_id, walk.prev, anchors=len(anchors))
     checked, problems = _ledger_check(walk.ledger)
+    problems = [*walk.gaps, *problems]
     return TrailCheck(
         walk.count, walk.head_id, walk.prev, None,
         problems[0] if problems else "", ledger_rows=checked,
@@ -368,7 +483,7 @@ def _ledger_rows(label: str, registry=None) -> Iterator[tuple[str, Any]]:
 
     model = registry.get_model(label)
     parent = BOUND[label]
-    order = (parent, "id") if parent else ("id",)
+    order = (parent, "pk") if parent else ("pk",)
     qs = model._base_manager.filter(**BOUND_ONLY.get(label, {})).order_by(*order)
     last_parent, n = object(), 0
     for obj in qs.iterator(chunk_size=2000):
@@ -390,7 +505,14 @@ def _describe(label: str, key: str, obj) -> str:
     return f"{name} {obj.pk}"
 
 
-def _ledger_check(trail: dict[str, dict[str, tuple[str, int]]]) -> tuple[int, list]:
+# Checks of state derived from bound rows, registered by the apps that own
+# it (audit: a flag's status is its last decision): each returns problems.
+DERIVED_CHECKS: list = []
+
+
+def _ledger_check(
+    trail: dict[str, dict[str, tuple[str | None, int]]],
+) -> tuple[int, list]:
     problems: list[str] = []
     checked = 0
     for label in BOUND:
@@ -403,17 +525,50 @@ def _ledger_check(trail: dict[str, dict[str, tuple[str, int]]]) -> tuple[int, li
                     f"{_describe(label, key, obj)}: no trail row wrote it "
                     "(inserted behind the application's back)"
                 )
+            elif found[0] is None:
+                problems.append(
+                    f"{_describe(label, key, obj)}: trail row {found[1]} deleted "
+                    "it, yet it is there (inserted again behind the application's "
+                    "back)"
+                )
             elif ledger_digest(obj) != found[0]:
                 problems.append(
                     f"{_describe(label, key, obj)}: differs from what trail row "
                     f"{found[1]} recorded (the row was edited)"
                 )
-        for key, (_digest, rid) in sorted(expected.items()):
+        for key, (digest, rid) in sorted(expected.items()):
+            if digest is None:
+                continue  # deleted by the trail row that says so
             problems.append(
                 f"{_describe(label, key, None)}: written by trail row {rid}, "
                 "missing from the ledger (the row was deleted)"
             )
+    problems += _seal_index_check(trail)
+    for check in DERIVED_CHECKS:
+        problems += check()
     return checked, problems
+
+
+def _seal_index_check(trail) -> list[str]:
+    """The write path's index of the trail (casino.Seal) must name, for each
+    row, the last trail row that wrote it: a seal pointing anywhere else was
+    inserted outside the application."""
+    from django.db.models import Max
+
+    from .models import Seal
+
+    problems = []
+    latest = Seal.objects.values_list("label", "key").annotate(m=Max("log_id"))
+    for label, key, log_id in latest.order_by("label", "key"):
+        found = trail.get(label, {}).get(key)
+        if found is None or found[1] != log_id:
+            last = f"trail row {found[1]}" if found else "no trail row"
+            problems.append(
+                f"seal of {label.split('.')[-1]} {key}: names trail row {log_id}, "
+                f"but {last} wrote it last (a seal inserted outside the "
+                "application)"
+            )
+    return problems
 
 
 def _exists(registry, label: str) -> bool:
@@ -424,17 +579,28 @@ def _exists(registry, label: str) -> bool:
     return True
 
 
-def ledger_baseline(registry=None, chunk: int = 5000) -> Iterator[dict]:
+def ledger_baseline(
+    registry=None, chunk: int = 5000, *, labels=None, skip=None
+) -> Iterator[dict]:
     """The ledger as it stands, in `ledger` entries of at most `chunk` rows:
     what a migration seals when it binds rows written before the binding
-    existed (the trail vouches for them from then on)."""
-    entries: dict[str, dict[str, str]] = {}
+    existed (the trail vouches for them from then on). `labels`: only these;
+    `skip`: label -> keys the trail already holds."""
+    entries: dict[str, Any] = {}
     n = 0
     for label in BOUND:
+        if labels is not None and label not in labels:
+            continue
         if registry is not None and not _exists(registry, label):
             continue  # a model added after the migration sealing the ledger
+        known = (skip or {}).get(label, ())
         for key, obj in _ledger_rows(label, registry):
-            entries.setdefault(label, {})[key] = ledger_digest(obj)
+            if key in known:
+                continue
+            digest = ledger_digest(obj)
+            if label in UPDATABLE:
+                digest = [None, digest]
+            entries.setdefault(label, {})[key] = digest
             n += 1
             if n == chunk:
                 yield entries

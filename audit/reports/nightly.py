@@ -36,6 +36,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from audit.models import GamingDayClose
+from casino.changelog import log_action
+from casino.continuity import alarm, seal_check
+from casino.errors import RecordChanged
 from tables.models import Table, TableSession
 from tables.services import gaming_day_for
 from tables.services.house import rules_in_force
@@ -145,24 +148,41 @@ def _verify(day: date) -> dict:
             for k, v in summary.items()}
 
 
+def _done(kind: str, cutoff: int, day: date) -> bool:
+    """Whether (kind, cut-off, day) has run: its row, sealed in the trail. A
+    row written by hand (the runtime role could insert "done" for the days to
+    come) is no proof: the alarm is raised and the close runs anyway."""
+    row = GamingDayClose.objects.filter(kind=kind, cutoff_hour=cutoff,
+                                        gaming_day=day).first()
+    if row is None:
+        return False
+    try:
+        seal_check(row)
+    except RecordChanged as exc:
+        alarm(exc, device="beat")
+        return False
+    return True
+
+
 def _once(kind: str, cutoff: int, day: date, run) -> dict | None:
     """Run ``run`` for (kind, cut-off, day) unless it has run: the row is
     written after it, so a run that died is done again by the next."""
-    done = GamingDayClose.objects.filter(kind=kind, cutoff_hour=cutoff,
-                                         gaming_day=day)
-    if done.exists():
+    if _done(kind, cutoff, day):
         return None
     with _lock(kind, cutoff, day) as mine:
-        if not mine or done.exists():
+        if not mine or _done(kind, cutoff, day):
             return None
         summary = run()
         try:
             with transaction.atomic():
-                GamingDayClose.objects.create(
+                close = GamingDayClose.objects.create(
                     kind=kind, cutoff_hour=cutoff, gaming_day=day,
                     done_at=timezone.now(), summary=summary)
+                log_action(action=f"audit.gaming_day.{kind}", device="beat",
+                           obj=close, new={"cutoff_hour": cutoff,
+                                           "gaming_day": day, "summary": summary})
         except IntegrityError:
-            return None
+            return summary  # a forged row holds the place: ran, not recorded
     log.info("gaming day %s closed at cut-off %s: %s", day, cutoff, kind)
     return summary
 

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.continuity import guard, seal_check
 from tables import chemmy
 from tables.errors import Conflict, Forbidden, Invalid
 from tables.models import TableSession
 from tables.rollups import current_coups
 
 from ..models import CagnotteAttestation, CagnotteCount, Flag, FlagEvent
+from .integrity import flag_state_check
 
 ZERO = Decimal("0.00")
 
@@ -67,8 +68,9 @@ def cagnotte_count(*, session: TableSession, counted, user, reason: str = "",
                    device: str = "") -> CagnotteCount:
     counted = _amount(counted)
     reason = (reason or "").strip()
-    with transaction.atomic():
+    with guard(user=user, device=device):
         session = TableSession.objects.select_for_update().get(pk=session.pk)
+        seal_check(session)
         if session.is_open:
             raise Conflict("session", "close the session before counting the "
                            "cagnotte")
@@ -154,8 +156,9 @@ def cagnotte_recheck(*, session: TableSession, after) -> None:
 def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié exact",
                     device: str = "") -> CagnotteAttestation:
     statement = (statement or "").strip() or "certifié exact"
-    with transaction.atomic():
+    with guard(user=user, device=device):
         session = TableSession.objects.select_for_update().get(pk=count.session_id)
+        seal_check(session)
         latest = latest_count(session)
         if latest is None or latest.pk != count.pk:
             raise Conflict("count", "only the latest count of a session can be "
@@ -165,6 +168,8 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
         if count.counted_by_id == getattr(user, "pk", None):
             raise Forbidden("count", "four eyes: you cannot attest your own count")
         variance = _variance_flag_of(session)
+        if variance is not None:
+            flag_state_check(variance)
         if variance is not None and variance.is_open:
             raise Conflict(
                 "flag",

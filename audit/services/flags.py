@@ -41,12 +41,14 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from casino.changelog import log_action
-from tables.errors import Conflict, Forbidden, Invalid
+from casino.continuity import alarm, guard
+from tables.errors import Conflict, Forbidden, Invalid, RecordChanged
 from tables.models import Coup, Finding, HouseRules
 from tables.services import CorrectionResult, StakeInput, coup_correct
 
 from ..models import Flag, FlagEvent
 from .flag_raise import finding_key
+from .integrity import flag_state_check
 
 SYNC_LOCK_KEY = 0x464C47  # "FLG"
 SANCTIONED = {"false_draw", "draw_after_natural"}
@@ -102,6 +104,18 @@ def flags_sync(*, wait: bool = True, quiet: Iterable[int] = ()) -> int:
         return _follow_revisions(set(quiet)) + _raise_new()
 
 
+def _tampered(flag: Flag) -> bool:
+    """A flag whose state its history does not explain is not written over
+    by the sync (the alarm is raised, once, after this transaction)."""
+    try:
+        flag_state_check(flag)
+    except RecordChanged as exc:
+        found = exc
+        transaction.on_commit(lambda: alarm(found, device="flags_sync"))
+        return True
+    return False
+
+
 def _current(shoe_id: int, seq: int) -> Coup:
     return (Coup.objects.filter(shoe_id=shoe_id, seq=seq)
             .prefetch_related("findings").order_by("-revision").first())
@@ -120,6 +134,8 @@ def _follow_revisions(quiet: set[int]) -> int:
     n = 0
     now = timezone.now()
     for flag in stale:
+        if _tampered(flag):
+            continue
         cur = _current(flag.shoe_id, flag.seq)
         key = flag.ident.split(":", 3)[3]
         match = next((f for f in cur.findings.all()
@@ -157,6 +173,8 @@ def _raise_new() -> int:
         key = finding_key(f.code, f.side, f.detail)
         ident = f"f:{coup.shoe_id}:{coup.seq}:{key}"
         flag = Flag.objects.select_for_update().filter(ident=ident).first()
+        if flag is not None and _tampered(flag):
+            continue
         if flag is not None:  # resolved earlier, shown again by a later correction
             flag.finding, flag.coup, flag.live = f, coup, True
             flag.message = f.message[:400]
@@ -238,6 +256,7 @@ def may_decide(flag: Flag, user) -> bool:
 def _lock_open(flag: Flag, user) -> Flag:
     flag = (Flag.objects.select_for_update(of=("self",))
             .select_related("coup__rules").get(pk=flag.pk))
+    flag_state_check(flag)  # its status is its history's, not set by hand
     if not flag.is_open:
         raise Conflict("flag", f"this flag is already {flag.status}")
     if not may_decide(flag, user):
@@ -292,7 +311,7 @@ def flag_confirm(*, flag: Flag, user, reason: str,
     """The event happened. For a false draw the table's house rule says the
     sanction (none by default; the shoe taken away; a fine where allowed)."""
     reason = _reason(reason)
-    with transaction.atomic():
+    with guard(user=user, device=device):
         flag = _lock_open(flag, user)
         sanction = _sanction(flag, fine_amount)
         return _decide(flag, Flag.Status.CONFIRMED, user, reason, device, **sanction)
@@ -304,7 +323,7 @@ def flag_dismiss(*, flag: Flag, user, reason: str, correction: dict | None = Non
     the dismissal carries the correction (`correction`: punter, banker,
     stakes, declared_bank, plan_digest), applied in the same transaction."""
     reason = _reason(reason)
-    with transaction.atomic():
+    with guard(user=user, device=device):
         flag = _lock_open(flag, user)
         detail = {}
         if correction is not None:

@@ -35,11 +35,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from casino.changelog import chain_hold, log_actions
+from casino.continuity import guard, seal_check
 
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import BankerTurn, Coup, Finding, Shoe, Stake
@@ -104,21 +104,26 @@ def coup_correct(
     barred = correction_barred(coup, user)
     if barred:
         raise Forbidden("coup", barred)
-    with transaction.atomic():
+    with guard(user=user, device=device):
         # Same lock order as coup_record (shoe, then turn): no deadlock.
-        list(Shoe.objects.select_for_update().filter(session_id=coup.shoe.session_id)
-             .order_by("pk"))
-        list(BankerTurn.objects.select_for_update()
-             .filter(session_id=coup.shoe.session_id).order_by("pk"))
+        shoes = list(Shoe.objects.select_for_update()
+                     .filter(session_id=coup.shoe.session_id).order_by("pk"))
+        turns = list(BankerTurn.objects.select_for_update()
+                     .filter(session_id=coup.shoe.session_id).order_by("pk"))
+        # what the correction re-settles from must be what the trail sealed
+        seal_check(*shoes, *turns)
+        checked = {(type(r), r.pk): r.__dict__["_trail_before"]
+                   for r in (*shoes, *turns)}
         chain_hold()  # then the rollup cells a coup's writer may touch too
         plan = _plan(coup, punter, banker, stakes, declared_bank)
         if plan_digest is not None and plan_digest != plan.digest:
             raise Conflict("plan_digest", "the table moved on since the preview; "
                            "preview the correction again")
-        return _apply(plan, user=user, reason=reason, device=device)
+        return _apply(plan, user=user, reason=reason, device=device,
+                      checked=checked)
 
 
-def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
+def _apply(plan: CorrectionPlan, *, user, reason: str, device: str, checked: dict):
     now = timezone.now()
     target = plan.target
     revisions, logs = [], []
@@ -163,6 +168,8 @@ def _apply(plan: CorrectionPlan, *, user, reason: str, device: str):
     # Their state as written, bound to the correction's last log row.
     state = [*Shoe.objects.filter(pk__in=list(plan.shoes)),
              *BankerTurn.objects.filter(pk__in=[tc.turn.pk for tc in plan.turns])]
+    for row in state:  # found as sealed when locked (coup_correct)
+        row.__dict__["_trail_before"] = checked[(type(row), row.pk)]
     body = plan.to_dict()
     logs.append({
         "rows": state,

@@ -15,9 +15,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError
 from django.utils import timezone
 
+from casino.continuity import guard, seal_check
 from casino.roles import CROUPIER, has_capability, user_roles
 
 from ..chemmy import CoupError
@@ -230,7 +231,7 @@ def _record(
     # shoe, the shoe moved on...) is the key checked for a replay. A retry
     # racing its original waits on the shoe lock and then hits the index.
     try:
-        with transaction.atomic():
+        with guard(user=sender, device=device):
             return _record_locked(
                 shoe_id=shoe_id,
                 user=sender,
@@ -289,6 +290,8 @@ def _record_locked(
         turn = lock_open_turn(shoe.session_id)
         if turn is None:
             raise Conflict("turn", "no open banker turn: open one before dealing")
+        # the fast path checked the same rows in its lock statement
+        seal_check(shoe, shoe.session, shoe.session.table, turn)
     # The coup is its author's (entered_by); the log row is whoever sent it.
     ctx = coup_context(shoe, author, device)
     now = timezone.now()

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.db import transaction
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.continuity import guard, seal_check
 
 from .. import chemmy
 from ..errors import Conflict, Invalid
@@ -53,10 +53,18 @@ def table_create(
     gaming_day_cutoff: int = 6,
     device: str = "",
 ) -> Table:
-    with transaction.atomic():
+    with guard(user=user, device=device):
         if Table.objects.filter(name=name).exists():
             raise Invalid("name", f"a table named {name!r} already exists")
         table = Table.objects.create(name=name, seats=seats)
+        # The new row sealed first: its rules are a change laid over it.
+        log_action(
+            action="tables.table.created",
+            user=user,
+            device=device,
+            obj=table,
+            new={"name": name, "seats": seats},
+        )
         rules = house_rules_change(
             table=table,
             user=user,
@@ -70,13 +78,6 @@ def table_create(
             gaming_day_cutoff=gaming_day_cutoff,
         )
         table.rules = rules
-        log_action(
-            action="tables.table.created",
-            user=user,
-            device=device,
-            obj=table,
-            new={"name": name, "seats": seats, "rules_version": rules.version},
-        )
     return table
 
 
@@ -85,12 +86,13 @@ def session_open(
 ) -> TableSession:
     """Open a session; `croupier` runs it (default: whoever opens it)."""
     croupier = croupier or user
-    with transaction.atomic():
+    with guard(user=user, device=device):
         table = (
             Table.objects.select_for_update(of=("self",))
             .select_related("rules")
             .get(pk=table.pk)
         )
+        seal_check(table, table.rules)
         if not table.active:
             raise Conflict("table", "this table is not active")
         if TableSession.objects.filter(table=table, closed_at__isnull=True).exists():
@@ -100,6 +102,8 @@ def session_open(
         # keep; the day is read with it, then the version in force that day.
         gaming_day = gaming_day_for(now, table.rules.gaming_day_cutoff)
         rules = rules_in_force(table, gaming_day)
+        if rules.pk != table.rules_id:
+            seal_check(rules)  # a version scheduled for later, now in force
         if rules.gaming_day_cutoff != table.rules.gaming_day_cutoff:
             gaming_day = gaming_day_for(now, rules.gaming_day_cutoff)
         session = TableSession.objects.create(
@@ -129,8 +133,9 @@ def session_croupier_change(
 ) -> TableSession:
     """Hand the table to another croupier (a relief, or a pit boss's choice):
     from now on only he enters coups there (casino.roles.works_at)."""
-    with transaction.atomic():
+    with guard(user=user, device=device):
         session = TableSession.objects.select_for_update().get(pk=session.pk)
+        seal_check(session)
         if not session.is_open:
             raise Conflict("session", "this session is closed")
         if not croupier.is_active:
@@ -148,6 +153,7 @@ def session_croupier_change(
             reason=reason,
             old={"croupier": old},
             new={"croupier": croupier.pk},
+            rows=[session],
         )
     return session
 
@@ -155,8 +161,9 @@ def session_croupier_change(
 def session_close(*, session: TableSession, user, device: str = "") -> TableSession:
     """Close the session; an open shoe is closed and the banker's turn ends
     with his bank and garage (docs/rules.md, "Banker turns and the suite")."""
-    with transaction.atomic():
+    with guard(user=user, device=device):
         session = TableSession.objects.select_for_update().get(pk=session.pk)
+        seal_check(session)
         if not session.is_open:
             raise Conflict("session", "this session is already closed")
         for shoe in session.shoes.filter(closed_at__isnull=True):
@@ -185,12 +192,13 @@ def shoe_open(
     burned: int = 0,
     device: str = "",
 ) -> Shoe:
-    with transaction.atomic():
+    with guard(user=user, device=device):
         session = (
             TableSession.objects.select_for_update(of=("self",))
             .select_related("table__rules")
             .get(pk=session.pk)
         )
+        seal_check(session)
         croupier_check(user, session)
         if not session.is_open:
             raise Conflict("session", "this session is closed")
@@ -238,12 +246,13 @@ def shoe_close(
         raise Invalid(
             "cards_left", f"must be a whole number from 0 to {CARDS_LEFT_MAX}"
         )
-    with transaction.atomic():
+    with guard(user=user, device=device):
         shoe = (
             Shoe.objects.select_for_update(of=("self",))
             .select_related("session")
             .get(pk=shoe.pk)
         )
+        seal_check(shoe, shoe.session)
         croupier_check(user, shoe.session)
         if not shoe.is_open:
             raise Conflict("shoe", "this shoe is already closed")

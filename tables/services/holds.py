@@ -3,10 +3,10 @@ docs/rules.md, "House rules"): a pit boss lets play go on, with a reason."""
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.continuity import guard, seal_check
 from casino.roles import has_capability
 
 from ..errors import Conflict, Forbidden, Invalid
@@ -25,8 +25,9 @@ def shoe_release(
     if not has_capability(user, "shoe.release"):
         raise Forbidden("shoe", "only a pit boss releases a held shoe")
     shoe_id = shoe if isinstance(shoe, int) else shoe.pk
-    with transaction.atomic():
+    with guard(user=user, device=device):
         shoe = lock_shoe(shoe_id)
+        seal_check(shoe, shoe.session)
         if shoe.held_by_seq is None:
             raise Conflict("shoe", "this shoe is not held")
         seq = shoe.held_by_seq

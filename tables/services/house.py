@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.continuity import guard, seal_check
 
 from .. import chemmy
 from ..errors import Invalid
@@ -59,9 +59,10 @@ def house_rules_change(
     reason = (reason or "").strip()
     if not reason:
         raise Invalid("reason", "a change of house rules needs a reason")
-    with transaction.atomic():
+    with guard(user=user, device=device):
         table = Table.objects.select_for_update().get(pk=table.pk)
         current = table.rules
+        seal_check(table, current)
         values = {k: getattr(current, k) if current else v for k, v in DEFAULTS.items()}
         tableau_name = changes.pop(
             "tableau_version",
@@ -81,6 +82,7 @@ def house_rules_change(
             raise Invalid(
                 "tableau_version", f"unknown tableau {tableau_name!r}"
             ) from None
+        seal_check(tableau)  # a version written through the app, never by hand
         values = validate_rules(values, tableau)
         if effective_from is not None:
             _check_effective_from(table, effective_from, values["gaming_day_cutoff"])
@@ -102,7 +104,7 @@ def house_rules_change(
             reason=reason,
             old=rules_dict(current) if current else None,
             new=rules_dict(rules),
-            rows=[rules],
+            rows=[rules, table],
         )
     return rules
 

@@ -48,8 +48,9 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 from casino.changelog import log_entry_rows, log_rows_signed
+from casino.continuity import compare
 from casino.models import ChangeLog
-from casino.trail import ADVISORY_LOCK_KEY
+from casino.trail import ADVISORY_LOCK_KEY, seal_index
 
 from ..models import (
     BankerTurn,
@@ -134,9 +135,15 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     readers = tuple(_Reader(model, alias) for alias, model in _PARTS)
     columns = ", ".join(c for r in readers for c in r.columns)
     t = {alias: model._meta.db_table for alias, model in _PARTS}
+    # The last sealed digest of each row the coup builds on (casino/
+    # continuity.py): checked before anything is written over them.
+    sealed = ", ".join(
+        f"casino_sealed('{model._meta.label_lower}', {alias}.id::text)"
+        for alias, model in _PARTS if alias != "rules"
+    )
     sql = (
         f"SELECT nextval(pg_get_serial_sequence('{Coup._meta.db_table}', 'id')), "
-        f"{columns} "
+        f"{sealed}, {columns} "
         f'FROM "{t["shoe"]}" shoe '
         f'JOIN "{t["session"]}" session ON session.id = shoe.session_id '
         f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
@@ -260,8 +267,12 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     row = _execute([(sql, [shoe_id])], fetch=True)
     if row is None:
         return None
-    shoe, session, table, rules, turn = _split(row[1:], readers)
+    shoe, session, table, rules, turn = _split(row[5:], readers)
     coup_id = row[0]
+    # shoe, session, table, turn: _PARTS' order without the rules (append-
+    # only, and named by the session's sealed pointer)
+    for obj, sealed in zip((shoe, session, table, turn), row[1:5], strict=True):
+        compare(obj, sealed)
     # the session's own version: a change made since it opened waits for the next
     session.rules = rules
     session.table = table
@@ -441,7 +452,7 @@ def coup_write(
         # the findings' review flags, in the coup's transaction (hooks.py): an
         # event names its flag by a read the flag's own statement cannot see
         *findings_statements(coup, prepared.findings),
-        _with(_rollup_upserts(prepared, table_id), _log_insert(head, entries)),
+        _log_insert(_rollup_upserts(prepared, table_id), head, entries),
     ])
     coup._state.adding = False
     coup._state.db = connection.alias
@@ -501,15 +512,34 @@ def turn_write(turn: BankerTurn, turn_id: int, log: dict, head: str) -> None:
     """Insert a new turn with the id lock_for_turn took, and its change-log
     row linked to the head it read, in one round trip."""
     turn.pk = turn_id
-    _execute([_with([_insert(BankerTurn, [turn], with_pk=True)],
-                    _log_insert(head, log_entry_rows([log])))])
+    _execute([_log_insert([_insert(BankerTurn, [turn], with_pk=True)], head,
+                          log_entry_rows([log]))])
     turn._state.adding = False
     turn._state.db = connection.alias
 
 
-def _log_insert(head: str, rows: list[dict]) -> tuple[str, list]:
-    """The change-log rows (log_entry_rows of log_action's entries, their
-    digests made before the chain was taken), signed here with the trail key
-    (never sent to the database) and linked to `head`, which the caller read
-    under the chain lock: one INSERT for the caller's batch."""
-    return _insert(ChangeLog, log_rows_signed(head, rows))
+def _log_insert(
+    first: list[tuple[str, list]], head: str, rows: list[dict]
+) -> tuple[str, list]:
+    """`first` (as _with takes them), then the change-log rows (log_entry_rows
+    of log_action's entries, their digests made before the chain was taken),
+    signed here with the trail key (never sent to the database) and linked to
+    `head`, which the caller read under the chain lock, and their seals
+    (casino.Seal, the write path's index of the trail): one statement."""
+    logs = log_rows_signed(head, rows)
+    insert = _insert(ChangeLog, logs)
+    pairs = [(label, key, log.hash) for log in logs
+             for label, key in seal_index(log.ledger)]
+    if not pairs:
+        return _with(first, insert) if first else insert
+    n = len(first)
+    values = ", ".join(["(%s, %s, %s)"] * len(pairs))
+    seals = (
+        'INSERT INTO "casino_seal" ("label", "key", "log_id") '
+        f"SELECT v.column1, v.column2, w{n}.id FROM w{n} "
+        f"JOIN (VALUES {values}) v ON v.column3 = w{n}.hash"
+    )
+    return _with(
+        [*first, (insert[0] + ' RETURNING "id", "hash"', insert[1])],
+        (seals, [p for pair in pairs for p in pair]),
+    )

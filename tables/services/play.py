@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from django.db import DataError, transaction
+from django.db import DataError
 from django.utils import timezone
+
+from casino.continuity import guard, seal_check
 
 from .. import chemmy
 from ..errors import Conflict, Invalid, ServiceError
@@ -102,7 +104,7 @@ def shoe_play(
         except (ServiceError, chemmy.CoupError) as exc:
             raise _at(i, exc) from None
     try:
-        with transaction.atomic():
+        with guard(user=user, device=device):
             return _play_locked(
                 shoe_id=shoe_id, user=user, device=device, inputs=inputs
             )
@@ -141,6 +143,7 @@ class _Play:
         self.last = self.turn
         if self.last is None:
             self.last = self.session.turns.order_by("-number").first()
+        seal_check(shoe, self.session, self.ctx.table, self.last)
         self.changed: list[BankerTurn] = [] if self.turn is None else [self.turn]
         self.opened: list[BankerTurn] = []
         self.coups: list[PreparedCoup] = []

@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import transaction
 from django.utils import timezone
 
 from casino.changelog import log_action
+from casino.continuity import guard, seal_check
 
 from ..errors import Conflict, Invalid, NotFound
 from ..models import BankerTurn, TableSession
@@ -105,7 +105,7 @@ def banker_turn_open(
 
     player_card = player_card_clean(player_card, "player_card")
     session_id = session if isinstance(session, int) else session.pk
-    with transaction.atomic():
+    with guard(user=user, device=device):
         # PostgreSQL: the reads in one statement and the writes in another
         # (ledger_pg); elsewhere, or for a table without rules, the ORM's.
         fast = ledger_pg.lock_for_turn(session_id) if ledger_pg.supported() else None
@@ -122,6 +122,7 @@ def banker_turn_open(
                 raise NotFound("session", f"no session with id {session_id}") from None
             # One open turn at most, and it is the latest: one read says both.
             last = session.turns.order_by("-number").first()
+        seal_check(session, session.table, last)
         croupier_check(user, session)
         table = session.table
         turn_open = last is not None and last.closed_at is None
@@ -163,12 +164,13 @@ def banker_turn_open(
 def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
     """Suite: the banker passes the bank after a win. He leaves with the bank
     and his garage; the bank is offered on at its standing amount."""
-    with transaction.atomic():
+    with guard(user=user, device=device):
         turn = (
             BankerTurn.objects.select_for_update(of=("self",))
             .select_related("session")
             .get(pk=turn.pk)
         )
+        seal_check(turn, turn.session)
         croupier_check(user, turn.session)
         turn_pass_check(turn)
         _turn_close(turn, BankerTurn.End.PASSED, user=user, device=device)
@@ -176,6 +178,8 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
 
 
 def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
+    if "_trail_before" not in turn.__dict__:
+        seal_check(turn)
     new = turn_closing(turn, end, timezone.now())
     turn.save(update_fields=["closed_at", "end", "closing_amount"])
     log_action(
