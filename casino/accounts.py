@@ -189,13 +189,15 @@ def _roles(sender, instance, action, reverse, pk_set, **kwargs):
         names = sorted(Group.objects.filter(pk__in=pk_set or ())
                        .values_list("name", flat=True))
         if names:
-            _log(action=f"auth.user.{verb}", obj=instance, new={"roles": names})
+            _log(action=f"auth.user.{verb}", obj=instance, new={"roles": names},
+                 bind=False)
         return
     # group.user_set.add(...): one row per user concerned
     if action == "pre_clear":
         pk_set = set(instance.user_set.values_list("pk", flat=True))
     for user in user_model.objects.filter(pk__in=pk_set or ()):
-        _log(action=f"auth.user.{verb}", obj=user, new={"roles": [instance.name]})
+        _log(action=f"auth.user.{verb}", obj=user, new={"roles": [instance.name]},
+             bind=False)
 
 
 def bound_models() -> list:

@@ -49,13 +49,18 @@ def _row(
     new: Any = None,
     rows: Iterable = (),
     deleted: Iterable = (),
+    bind: bool = True,
 ) -> dict:
     """One log row's content. `rows` are the ledger rows the write inserted or
     changed, as written (their digests bind them to this row); `obj` counts
     among them when it is a ledger row. `deleted`: (label, key, before) of
     bound rows the write deleted (casino.continuity.seal_check gave before)."""
     bound = list(rows)
-    if obj is not None and obj._meta.label_lower in BOUND and obj not in bound:
+    # `bind=False`: the row is only named (a user whose roles or tokens
+    # changed): his own row did not change, and was not checked
+    if bind and obj is not None and obj._meta.label_lower in BOUND and (
+        obj not in bound
+    ):
         bound.insert(0, obj)
     return {
         "at": timezone.now(),
@@ -89,6 +94,7 @@ def log_action(
     new: Any = None,
     rows: Iterable = (),
     deleted: Iterable = (),
+    bind: bool = True,
 ) -> ChangeLog:
     """Write one change-log row, chained to the one before (casino/trail.py).
     Must run inside the caller's transaction so the change and its trace
@@ -98,7 +104,7 @@ def log_action(
     return log_actions([{
         "action": action, "user": user, "device": device, "obj": obj,
         "reason": reason, "old": old, "new": new, "rows": rows,
-        "deleted": deleted,
+        "deleted": deleted, "bind": bind,
     }])[0]
 
 

@@ -90,6 +90,7 @@ def token_revoke(
             user=actor,
             device=device,
             obj=user,
+            bind=False,
             reason=reason.strip(),
             new={
                 "had_token": bool(devices),
@@ -111,6 +112,7 @@ def tokens_revoke_for_account(user, *, actor, device: str, reason: str) -> int:
             user=actor,
             device=device,
             obj=user,
+            bind=False,
             reason=reason,
             new={"had_token": True, "tokens": len(devices), "devices": devices},
         )

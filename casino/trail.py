@@ -103,6 +103,49 @@ UPDATABLE = frozenset({
     "django_celery_beat.intervalschedule", "django_celery_beat.solarschedule",
     "django_celery_beat.clockedschedule",
 })
+# Models whose state is checked against bound rows instead of being bound
+# themselves (DERIVED_CHECKS, registered by their app).
+DERIVED: dict[str, str] = {
+    "audit.flag": "its review status and decider are its history's: decisions "
+    "are bound flag events, and verify_trail and every decision replay them "
+    "(audit/services/integrity.py); the rest copies its bound finding",
+}
+# Every other model, left out of the trail on purpose, and why. A model that
+# is in none of BOUND, DERIVED and LEFT_OUT fails tests/insider/test_bound.py.
+LEFT_OUT: dict[str, str] = {
+    "casino.changelog": "the trail itself: chained and signed",
+    "casino.seal": "an index of the trail, checked against it by verify_trail",
+    "casino.benchrow": "the bench's bare endpoint only, never the product's",
+    "admin.logentry": "Django admin's own history; the trail has every change",
+    "auth.permission": "the catalogue of permission names that migrate writes; "
+    "grants (group and user permissions) are bound",
+    "contenttypes.contenttype": "the catalogue of model names that migrate writes",
+    "sessions.session": "browser sign-ins: their data is signed with SECRET_KEY "
+    "(a forged row is refused) and their user is checked against his sealed "
+    "row at every request (casino/backends.py); a session key read from the "
+    "table is a bearer secret, as a password hash is not",
+    "axes.accessattempt": "failed sign-in counters: changing them can lock a "
+    "name out or let it try again, never sign anyone in",
+    "axes.accessfailurelog": "failed sign-in history of the lockout",
+    "axes.accessattemptexpiration": "the lockout's cool-off times",
+    "axes.accesslog": "the lockout's sign-in log",
+    "tablet.pinattempts": "PIN attempt counters (as the sign-in lockout's)",
+    "tables.dailyrollup": "sums derived from the coups; verify_ledger "
+    "re-computes every cell from the cards",
+    "tables.tabledayrollup": "sums derived from the coups (as dailyrollup)",
+    "tables.croupiermonthrollup": "sums derived from the coups (as dailyrollup)",
+    "tables.seatmonthrollup": "sums derived from the coups (as dailyrollup)",
+    "audit.surveillancerun": "a run's progress; the evidence its alerts stand "
+    "on is bound",
+    "reports.reportjob": "a job's progress; the report it writes carries a "
+    "stamp anchored in the trail",
+    "reports.reauditrun": "a re-audit's progress; it changes no record",
+    "reports.reauditchunk": "a re-audit's progress",
+    "reports.reauditfinding": "what a re-audit found, re-computable by running "
+    "it again over the same coups; it changes no record",
+    "django_celery_beat.periodictasks": "the marker beat polls to re-read its "
+    "schedules, which are bound",
+}
 # Rows whose last sealed state the write path looks up (casino.Seal, an
 # index of the trail): the updatable ones, and the append-only ones that a
 # decision reads by reference (the rules a session plays, the tableau a

@@ -224,7 +224,42 @@ def _migration_rows(request):
         ("punto-banco-1", seeds.PUNTO_BANCO),
     ):
         if not TableauVersion.objects.filter(version=version).exists():
-            TableauVersion.objects.create(version=version, rows=rows)
+            seed_tableau(version, rows)
+
+
+def seed_tableau(version: str, rows: dict, **extra):
+    """A tableau version written as the app writes one (bound to the trail),
+    for fixtures that need a variant without the manager's service."""
+    from django.db import transaction
+
+    from casino.changelog import log_action
+    from tables.models import TableauVersion
+
+    with transaction.atomic():
+        row = TableauVersion.objects.create(version=version, rows=rows, **extra)
+        log_action(action="tables.tableau.created", device="test", obj=row,
+                   new={"version": version})
+    return row
+
+
+def app_update(obj, **fields):
+    """A change the app makes to a row it updates, as its services make one
+    (checked against the row's sealed state, then bound to a log row): for
+    tests that set up a state no service reaches (a table taken out of
+    play)."""
+    from django.db import transaction
+
+    from casino.changelog import log_action
+    from casino.continuity import seal_check
+
+    with transaction.atomic():
+        row = type(obj).objects.select_for_update().get(pk=obj.pk)
+        seal_check(row)
+        for name, value in fields.items():
+            setattr(row, name, value)
+        row.save(update_fields=list(fields))
+        log_action(action="test.changed", device="test", obj=row, new=fields)
+    return row
 
 
 def make_user(username: str, role: str | None, **extra):

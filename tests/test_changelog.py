@@ -45,8 +45,8 @@ def test_every_floor_write_is_logged(shoe, turn, croupier):
         )
     )
     assert actions == [
-        "tables.house_rules.changed",
         "tables.table.created",
+        "tables.house_rules.changed",
         "tables.session.opened",
         "tables.shoe.opened",
         "tables.turn.opened",

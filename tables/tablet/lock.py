@@ -163,7 +163,9 @@ def preferences(request):
         prefs = PreferencesForm(request.POST)
         if prefs.is_valid():
             profile.language = prefs.cleaned_data["language"]
-            profile.save(update_fields=["language", "updated_at"])
+            profile.save(
+                update_fields=["language", "updated_at"] if profile.pk else None
+            )
             language.remember(request, profile.language)
             lang = profile.language or translation.get_language_from_request(
                 request
@@ -177,7 +179,7 @@ def preferences(request):
         theme_form = ThemeForm(request.POST)
         if theme_form.is_valid():
             profile.theme = theme_form.cleaned_data["theme"]
-            profile.save(update_fields=["theme", "updated_at"])
+            profile.save(update_fields=["theme", "updated_at"] if profile.pk else None)
             theme.remember(request, profile.theme)
             saved = _("Theme saved: every page you open uses it.")
         else:
@@ -186,7 +188,9 @@ def preferences(request):
         pin_form = PinForm(request.POST, user=request.user)
         if pin_form.is_valid():
             profile.set_pin(pin_form.cleaned_data["pin"])
-            profile.save(update_fields=["pin_hash", "updated_at"])
+            profile.save(
+                update_fields=["pin_hash", "updated_at"] if profile.pk else None
+            )
             pin_form = PinForm(user=request.user)
             saved = _("PIN saved: it unlocks a locked tablet under your name.")
         else:

@@ -48,8 +48,10 @@ class TabletProfile(models.Model):
 
 
 def profile_for(user) -> TabletProfile:
-    profile, _ = TabletProfile.objects.get_or_create(user=user)
-    return profile
+    """The user's profile; an unsaved one at the defaults while he has none
+    (reading a page writes nothing: the first change saves it)."""
+    profile = TabletProfile.objects.filter(user=user).first()
+    return profile if profile is not None else TabletProfile(user=user)
 
 
 class PinAttempts(models.Model):

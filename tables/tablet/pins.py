@@ -90,6 +90,7 @@ def pin_attempt_failed(*, username: str, address: str, user=None, device: str = 
                 user=None,  # nobody is signed in at a locked tablet
                 device=device,
                 obj=user,
+                bind=False,
                 new={
                     **key,
                     "attempts": row.attempts,

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import make_user
+from tests.conftest import make_user, seed_tableau
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "2"))
 FUZZ_LONG = os.environ.get("FUZZ_LONG", "") not in ("", "0")
@@ -194,7 +194,7 @@ def _migration_rows(request):
         ("punto-banco-1", seeds.PUNTO_BANCO),
     ):
         if not TableauVersion.objects.filter(version=version).exists():
-            TableauVersion.objects.create(version=version, rows=rows)
+            seed_tableau(version, rows)
 
 
 @pytest.fixture(autouse=True)

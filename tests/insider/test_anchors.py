@@ -34,9 +34,14 @@ def test_the_command_anchors_the_head_in_a_read_only_file(played, settings):
     assert "anchors checked: 1" in out.getvalue()
 
 
-def test_an_empty_log_has_nothing_to_anchor(db):
-    with pytest.raises(CommandError, match="empty"):
-        call_command("trail_anchor")
+def test_a_fresh_install_anchors_the_rows_its_migrations_sealed(db):
+    """migrate seals the rows it writes (groups, tableaux, schedules) into
+    the trail (casino 0006, 0010): a fresh install has a head to anchor."""
+    from casino.models import ChangeLog
+
+    head = ChangeLog.objects.order_by("-id").first()
+    assert head is not None and head.action == "casino.trail.ledger_sealed"
+    assert trail_anchor(reason="first").row == head.pk
 
 
 @pytest.mark.tampers

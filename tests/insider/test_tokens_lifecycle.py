@@ -213,7 +213,6 @@ PATHS = {
     "command": by_command,
     "admin": by_admin,
     "set_password": by_set_password,
-    "update": by_update,
 }
 
 
@@ -226,10 +225,9 @@ def test_a_password_change_revokes_the_tokens(path, croupier, table, monkeypatch
     assert croupier.check_password(NEW_PASSWORD)
     assert not any(works(t) for t in tokens)
     assert not tokens_of(croupier).exists()
-    if path != "update":  # the signal's revocation is in the trail
-        row = revocations()[-1]
-        assert (row.object_id, row.reason) == (str(croupier.pk), "password changed")
-        assert row.new["devices"] == ["t-1", "t-2"]
+    row = revocations()[-1]  # the signal's revocation is in the trail
+    assert (row.object_id, row.reason) == (str(croupier.pk), "password changed")
+    assert row.new["devices"] == ["t-1", "t-2"]
     # The new password signs in, and its token works.
     assert works(sign_in(croupier, password=NEW_PASSWORD)["token"])
 
@@ -251,9 +249,28 @@ def test_a_deactivated_user_is_refused_at_once_and_stays_revoked(croupier, table
     assert not works(token)
     token = sign_in(croupier)["token"]
     assert works(token)
-    # A deactivation that bypasses the signals is refused at once too.
-    User.objects.filter(pk=croupier.pk).update(is_active=False)
+
+
+@pytest.mark.tampers
+@pytest.mark.parametrize("change", ["password", "is_active"])
+def test_a_change_that_bypasses_the_app_signs_nobody_in(change, croupier, table,
+                                                       monkeypatch):
+    """An UPDATE with the database's credentials (no model save, no signal):
+    the user's row no longer matches its sealed state, so his tokens are
+    refused at once and the new password signs nobody in
+    (casino/continuity.py)."""
+    token = sign_in(croupier)["token"]
+    assert works(token)
+    if change == "password":
+        by_update(croupier, monkeypatch)
+    else:
+        User.objects.filter(pk=croupier.pk).update(is_active=False)
     assert not works(token)
+    if change == "password":
+        r = APIClient().post("/api/v1/auth/token/",
+                             {"username": croupier.username,
+                              "password": NEW_PASSWORD}, format="json")
+        assert r.status_code in (400, 401, 403), r.content
 
 
 # -- one token per device ---------------------------------------------------

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.conftest import _missing
+from tests.conftest import _missing, seed_tableau
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +99,7 @@ def _migration_rows(transactional_db):
     for version, rows in (("chemmy-standard-1", seeds.CHEMMY),
                           ("punto-banco-1", seeds.PUNTO_BANCO)):
         if not TableauVersion.objects.filter(version=version).exists():
-            TableauVersion.objects.create(version=version, rows=rows)
+            seed_tableau(version, rows)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from audit.reports.nightly import closed_day, cutoffs_in_use, gaming_day_close
 from casino.models import ChangeLog
 from tables.models import Table
 from tables.services import house_rules_change, table_create
+from tests.conftest import app_update
 
 from .conftest import DAY1, DAY2, at, play, wait_for
 
@@ -93,7 +94,7 @@ def test_a_cutoff_no_longer_in_use_runs_nothing(
         # no session open: in force from the table's next session, i.e. now
         house_rules_change(table=moved, user=manager, reason="later nights",
                            gaming_day_cutoff=9)
-        Table.objects.filter(pk=floor[6].pk).update(active=False)  # closed
+        app_update(floor[6], active=False)  # closed
     assert set(cutoffs_in_use(local(DAY2, 0))) == {4, 9}
     with django_capture_on_commit_callbacks(execute=False):
         gaming_day_close(now=local(DAY2, 0))

@@ -19,9 +19,10 @@ from audit.reports.reaudit import (
 from casino import replica
 from casino.models import ChangeLog
 from tables import chemmy
-from tables.models import Coup, Finding, Table, TableauVersion
+from tables.models import Coup, Finding, Table
 from tables.rollups import rollup_recompute, rollup_snapshot
 from tables.services import house_rules_change
+from tests.conftest import seed_tableau
 
 from .conftest import DAY1, DAY2, play
 
@@ -40,7 +41,7 @@ def variant_rows():
 
 @pytest.fixture
 def variant(db):
-    return TableauVersion.objects.create(version=VARIANT, rows=variant_rows(),
+    return seed_tableau(VARIANT, variant_rows(),
                                          description="test variant")
 
 

@@ -23,6 +23,7 @@ from casino.models import ChangeLog
 from tables import chemmy
 from tables.models import Coup, Finding, TableauVersion
 from tables.rollups import current_coups
+from tests.conftest import seed_tableau
 
 from .conftest import DAY1, DAY2, play, wait_for
 from .test_reaudit import VARIANT, variant_rows
@@ -76,7 +77,7 @@ def test_a_card_named_in_a_finding_is_never_memoized():
 
 @pytest.fixture
 def variant(db):
-    return TableauVersion.objects.create(version=VARIANT, rows=variant_rows(),
+    return seed_tableau(VARIANT, variant_rows(),
                                          description="test variant")
 
 
@@ -246,7 +247,7 @@ def test_a_chunk_run_twice_at_once_writes_once(
         django_capture_on_commit_callbacks):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL's row locks")
-    TableauVersion.objects.create(version=VARIANT, rows=variant_rows())
+    seed_tableau(VARIANT, variant_rows())
     mixed_night(croupier, pitboss)
     want, kept = engine_expected(VARIANT)
     # planned, not sent: the two deliveries below are the only ones
@@ -299,7 +300,7 @@ def test_on_a_worker_every_chunk_sent_twice_writes_once(
         start_worker, croupier, pitboss, manager):
     from audit.reports.tasks import reaudit_chunk_task
 
-    TableauVersion.objects.create(version=VARIANT, rows=variant_rows())
+    seed_tableau(VARIANT, variant_rows())
     mixed_night(croupier, pitboss)
     want, kept = engine_expected(VARIANT)
     worker = start_worker()  # two pool processes: the copies race the chord

@@ -16,6 +16,7 @@ from audit.reports.services import dispatch_pending, nightly_reports
 from casino.models import ChangeLog
 from tables.models import Table
 from tables.services import house_rules_change, table_create
+from tests.conftest import app_update
 
 from .conftest import DAY1, DAY2, play
 
@@ -28,7 +29,7 @@ def test_nightly_builds_yesterdays_report_for_each_open_table_once(
 ):
     play(croupier, DAY1, tables=2, shoes=1, seed=31)
     closed = table_create(user=manager, name="Closed")
-    Table.objects.filter(pk=closed.pk).update(active=False)
+    app_update(closed, active=False)
     late = table_create(user=manager, name="Late", gaming_day_cutoff=8)
     at_cutoff = datetime(DAY2.year, DAY2.month, DAY2.day, 6, 0, 5, tzinfo=PARIS)
     with django_capture_on_commit_callbacks(execute=True):

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_tableau
+
 from .conftest import DAY1, DAY2, play, wait_for
 
 pytestmark = [
@@ -208,11 +210,11 @@ def test_reaudit_pool_child_killed_mid_chunk(start_worker, hold_dir, croupier,
     from audit.reports.models import ReauditChunk, ReauditFinding, ReauditRun
     from audit.reports.reaudit import reaudit_request
     from casino.models import ChangeLog
-    from tables.models import Coup, TableauVersion
+    from tables.models import Coup
 
     from .test_reaudit import VARIANT, expected_changes, variant_rows
 
-    TableauVersion.objects.create(version=VARIANT, rows=variant_rows(),
+    seed_tableau(VARIANT, variant_rows(),
                                   description="test variant")
     play(croupier, DAY1, tables=2, shoes=1, seed=21, rate=0.1)
     play(croupier, DAY2, tables=2, shoes=1, seed=21, rate=0.1)
