@@ -135,7 +135,9 @@ def denied(response) -> bool:
     )
 
 
-def test_every_url_answers_every_role_as_the_table_says(people, settings):
+def test_every_url_answers_every_role_as_the_table_says(people, nightly, settings):
+    """With a played table and what the nightly close leaves (reports with no
+    requester, one built, one queued) on every list and dashboard."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
     wrong = []
     seen = set()
@@ -195,3 +197,24 @@ def test_segregation_of_duties_in_the_table():
     for cap in ("table.read", "coup.read", "flag.read", "cagnotte.read",
                 "stats.read", "trail.read", "report.read"):
         assert "auditor" in p[cap], cap
+
+
+def test_the_reports_pages_name_the_nightly_schedule(nightly, manager, auditor):
+    """A nightly report has no requester: the dashboard says "nightly" where
+    it names who asked (it answered 500 once a nightly report existed), and
+    the report's own page shows its stamp."""
+    built, queued = nightly
+    for user in (manager, auditor):
+        client = Client()
+        client.force_login(user)
+        page = client.get("/reports/")
+        assert page.status_code == 200
+        rows = re.findall(r"<tr><td><a href=\"/reports/jobs/(\d+)/\">.*?</tr>",
+                          page.content.decode(), re.S)
+        assert {int(pk) for pk in rows} >= {built.pk, queued.pk}
+        for job in (built, queued):
+            row = re.search(rf'<tr><td><a href="/reports/jobs/{job.pk}/">.*?</tr>',
+                            page.content.decode(), re.S)[0]
+            assert "<td>nightly</td>" in row
+            assert client.get(f"/reports/jobs/{job.pk}/").status_code == 200
+    assert built.stamp["generated_by"] == "nightly schedule"
