@@ -130,6 +130,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A NUL byte in a query or form value: 400 naming it, before any view
+    # (PostgreSQL refuses it: a 500 otherwise). casino/nul.py.
+    "casino.nul.NulByteMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -7,7 +7,9 @@ server-side cursor on a connection of its own, in chunks, and written straight
 to the file, so memory stays flat however many coups there are and no Python
 object is made per cell. On other databases (SQLite) the rows go through
 csv.writer. Both give the same bytes: tests/reports/test_detail_csv.py builds
-both on PostgreSQL and compares.
+both on PostgreSQL and compares. Free text (table and user names) is
+neutralised on both paths (casino.spreadsheet): a name that starts like a
+formula is written with a quote in front.
 Progress is reported every PROGRESS_EVERY rows (a write per row would cost
 more than the row itself).
 """
@@ -22,10 +24,11 @@ from datetime import UTC, date, datetime
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import F, Sum
 
+from casino.spreadsheet import neutralise, neutralise_sql
 from tables.models import DailyRollup
 from tables.rollups import current_coups
 
-from .writers import stamp_lines
+from .writers import write_stamp
 
 PROGRESS_EVERY = 5000
 FIELDS = (
@@ -91,7 +94,7 @@ def _cell(v) -> str:
         return " ".join(v)  # cards: "9H KD 2C"
     if isinstance(v, datetime):
         return _utc(v)
-    return v if isinstance(v, str) else str(v)
+    return neutralise(v) if isinstance(v, str) else str(v)
 
 
 def _utc(v: datetime) -> str:
@@ -109,8 +112,7 @@ def write_coups_csv(
     `python` forces the csv.writer path on PostgreSQL too (the tests compare)."""
     head = io.StringIO(newline="")
     w = csv.writer(head)
-    for key, value in stamp_lines(stamp):
-        w.writerow([key, value])
+    write_stamp(w, stamp)
     w.writerow([])
     w.writerow([name for name, _ in FIELDS])
     with open(path, "w", newline="", encoding="utf-8", buffering=1 << 20) as f:
@@ -141,6 +143,8 @@ def _write_python_rows(params, f, progress, using) -> int:
 #
 # How csv.writer (QUOTE_MINIMAL, "\r\n") and _cell write each value, in SQL:
 # - None -> "" (concat writes a NULL as nothing);
+# - text that starts like a formula gets a quote in front (neutralise_sql,
+#   in the middle query: the quoting below sees the text as written);
 # - text is quoted when it holds a comma, a double quote, CR or LF, the
 #   quotes inside doubled (one test per row over all its text: most rows need
 #   no quoting and take the plain line);
@@ -162,9 +166,11 @@ def _quoted(x: str) -> str:
 
 def _cards(x: str) -> str:
     # A hand has two or three cards: their ->> text joined (concat_ws skips
-    # the NULL of a missing one); a longer list element by element.
+    # the NULL of a missing one); a longer list element by element. A text
+    # instead of a list is text, neutralised as _cell neutralises it.
+    text = f"({x} #>> '{{}}')"
     return (f"CASE WHEN jsonb_typeof({x}) <> 'array' THEN "
-            f"CASE WHEN jsonb_typeof({x}) = 'string' THEN {x} #>> '{{}}' END "
+            f"CASE WHEN jsonb_typeof({x}) = 'string' THEN {neutralise_sql(text)} END "
             f"WHEN jsonb_array_length({x}) <= 3 THEN "
             f"concat_ws(' ', {x} ->> 0, {x} ->> 1, {x} ->> 2) "
             f"ELSE (SELECT string_agg(e, ' ' ORDER BY o) FROM "
@@ -193,10 +199,12 @@ def _pg_line_sql(params: dict, using: str) -> tuple[str, tuple]:
         **{n: F(f) for n, (_, f) in zip(names, FIELDS, strict=True)}
     ).values_list(*names)
     inner, args = qs.query.sql_with_params()
-    # The middle query turns the cards into text, once per row (OFFSET 0
-    # keeps PostgreSQL from folding it into the outer query, which refers to
-    # each text column twice); the rows keep the inner query's order.
-    middle = ", ".join(f"{_cards(n)} AS {n}" if k == "cards" else n
+    # The middle query turns the cards into text and neutralises the free
+    # text, once per row (OFFSET 0 keeps PostgreSQL from folding it into the
+    # outer query, which refers to each text column twice); the rows keep the
+    # inner query's order.
+    middle = ", ".join(f"{_cards(n)} AS {n}" if k == "cards"
+                       else f"{neutralise_sql(n)} AS {n}" if k == "text" else n
                        for n, k in zip(names, kinds, strict=True))
 
     def line(quote: bool) -> str:

@@ -89,3 +89,36 @@ def clock():
             yield state
 
     return _clock
+
+
+@pytest.fixture
+def nightly(played, settings, tmp_path, django_capture_on_commit_callbacks):
+    """What beat's gaming-day close leaves behind, through the real service
+    (audit/reports/nightly.py): the played table's nightly commission report
+    built (its file, its stamp), the next day's still queued (the task queue
+    was down: never dispatched), and the nightly surveillance runs. Nightly
+    jobs and runs have no requester (requested_by NULL). Returns the jobs,
+    built first."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from audit.reports.models import ReportJob
+    from audit.reports.nightly import gaming_day_close
+    from casino.celery import app
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    now = timezone.now()
+    old = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            gaming_day_close(now=now + timedelta(days=1))
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = old
+    # the commit that would send it never comes: queued, undispatched
+    gaming_day_close(now=now + timedelta(days=2))
+    jobs = list(ReportJob.objects.filter(source="nightly").order_by("pk"))
+    assert [(j.status, j.requested_by) for j in jobs] == [("done", None),
+                                                          ("queued", None)]
+    return jobs

@@ -8,6 +8,10 @@ answer must be "allowed" (anything but 401/403/a sign-in redirect) or "denied"
 exactly as the tables say. Path ids are ids of nothing: an allowed request
 ends in a 404 or a validation error and changes nothing, and a denied one must
 be refused before the view looks anything up.
+
+Then no 5xx: every GET again as every role, with real objects behind the ids
+(a played table, its flag, the nightly close's reports with no requester...),
+plain and with a NUL byte in every query parameter a view reads.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ SAMPLED_NAMESPACES = {"admin": "/admin/"}
 class Url:
     key: str  # "namespace:name", a bare name, or the route of an unnamed URL
     path: str | None  # a requestable path with dummy ids, None if regex-only
+    route: str | None = None  # the route itself, "floor/flags/<id:pk>/"
 
 
 def walk(resolver=None, prefix="", namespace=""):
@@ -55,7 +60,8 @@ def walk(resolver=None, prefix="", namespace=""):
             elif namespace:
                 key = f"{namespace}:{route}"
             requestable = route is not None and isinstance(p.pattern, RoutePattern)
-            yield Url(key, "/" + _fill(route) if requestable else None)
+            yield Url(key, "/" + _fill(route) if requestable else None,
+                      route if requestable else None)
 
 
 def _route(pattern) -> str:
@@ -135,7 +141,9 @@ def denied(response) -> bool:
     )
 
 
-def test_every_url_answers_every_role_as_the_table_says(people, settings):
+def test_every_url_answers_every_role_as_the_table_says(people, nightly, settings):
+    """With a played table and what the nightly close leaves (reports with no
+    requester, one built, one queued) on every list and dashboard."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
     wrong = []
     seen = set()
@@ -195,3 +203,151 @@ def test_segregation_of_duties_in_the_table():
     for cap in ("table.read", "coup.read", "flag.read", "cagnotte.read",
                 "stats.read", "trail.read", "report.read"):
         assert "auditor" in p[cap], cap
+
+
+def test_the_reports_pages_name_the_nightly_schedule(nightly, manager, auditor):
+    """A nightly report has no requester: the dashboard says "nightly" where
+    it names who asked (it answered 500 once a nightly report existed), and
+    the report's own page shows its stamp."""
+    built, queued = nightly
+    for user in (manager, auditor):
+        client = Client()
+        client.force_login(user)
+        page = client.get("/reports/")
+        assert page.status_code == 200
+        rows = re.findall(r"<tr><td><a href=\"/reports/jobs/(\d+)/\">.*?</tr>",
+                          page.content.decode(), re.S)
+        assert {int(pk) for pk in rows} >= {built.pk, queued.pk}
+        for job in (built, queued):
+            row = re.search(rf'<tr><td><a href="/reports/jobs/{job.pk}/">.*?</tr>',
+                            page.content.decode(), re.S)[0]
+            assert "<td>nightly</td>" in row
+            assert client.get(f"/reports/jobs/{job.pk}/").status_code == 200
+    assert built.stamp["generated_by"] == "nightly schedule"
+
+
+# -- no 5xx: real objects behind the ids, and NUL bytes in the query string ---
+
+# A path id names an object of the kind its collection names (the segment
+# before it): /floor/flags/<id>/ a flag. A collection not listed here gets a
+# dummy id (the walk still requests it: a 404, never a 5xx).
+COLLECTION = re.compile(r"([\w-]+)/<(?:(\w+):)?\w+>")
+
+
+def real_path(route: str, ids: dict[str, int]) -> str:
+    def sub(m):
+        if m.group(1) in ids:
+            return f"{m.group(1)}/{ids[m.group(1)]}"
+        return f"{m.group(1)}/{DUMMY.get(m.group(2) or 'str', 'zz')}"
+
+    return "/" + _fill(COLLECTION.sub(sub, route))
+
+
+@pytest.fixture
+def furnished(nightly, played, turn, manager) -> dict[str, int]:
+    """An object behind every kind of path id: the played table with its
+    session, shoe, turn, a coup with a finding and its flag, the table's
+    tableau, a nightly report (no requester) and surveillance run, a re-audit
+    run and a user."""
+    from audit.models import Flag, SurveillanceRun
+    from audit.reports.reaudit import reaudit_request
+
+    coup = played[1]  # the false draw
+    session = coup.shoe.session
+    run = reaudit_request(user=manager, from_day=coup.gaming_day,
+                          to_day=coup.gaming_day)
+    return {
+        "tables": session.table_id, "sessions": session.pk, "shoes": coup.shoe_id,
+        "turns": turn.pk, "coups": coup.pk,
+        "flags": Flag.objects.filter(coup=coup).get().pk,
+        "tableaux": session.table.rules.tableau_id,
+        "runs": SurveillanceRun.objects.filter(source="nightly").first().pk,
+        "reports": nightly[0].pk, "jobs": nightly[0].pk, "reaudit": run.pk,
+        "users": manager.pk,
+    }
+
+
+# Where the views read their query parameters (the API's are in its schema).
+READS = re.compile(r"""(?:GET|query_params)\.get(?:list)?\(\s*["'](\w+)["']""")
+
+
+def query_names() -> list[str]:
+    """Every query parameter a view reads: those the API schema documents, and
+    those the apps' code reads off request.GET or query_params (a parameter
+    added tomorrow is walked tomorrow)."""
+    from pathlib import Path
+
+    from drf_spectacular.generators import SchemaGenerator
+
+    names = set()
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    for item in schema["paths"].values():
+        for operation in item.values():
+            names |= {p["name"] for p in operation.get("parameters", [])
+                      if p.get("in") == "query"}
+    root = Path(settings.BASE_DIR)
+    for app in ("casino", "tables", "audit"):
+        for source in (root / app).rglob("*.py"):
+            names |= set(READS.findall(source.read_text(encoding="utf-8")))
+    return sorted(names)
+
+
+def get_urls() -> list[tuple[str, str]]:
+    """(key, route) of every GET the permission table lists, the admin site
+    sampled by its front page."""
+    out, seen = [], set()
+    for url in all_urls():
+        root = url.key.split(":", 1)[0] if ":" in url.key else None
+        if root in SAMPLED_NAMESPACES:
+            if root not in seen:
+                seen.add(root)
+                out.append((url.key, SAMPLED_NAMESPACES[root].lstrip("/")))
+        elif url.route is not None and "GET" in access.ROUTES.get(url.key, {}):
+            out.append((url.key, url.route))
+    return out
+
+
+def server_errors(people, ids: dict[str, int], query: str = "") -> list[str]:
+    """GET every URL, with real objects behind its ids, as every role: the
+    answers 5xx."""
+    wrong = []
+    clients = {}
+    for who in WHO:
+        clients[who] = Client(raise_request_exception=False)
+        if people[who] is not None:
+            clients[who].force_login(people[who])
+    urls = get_urls()
+    assert len(urls) > 50
+    for key, route in urls:
+        path = real_path(route, ids) + query
+        for who in WHO:
+            r = clients[who].get(path)
+            if r.status_code >= 500:
+                wrong.append(f"GET {path.split('?')[0]} ({key}) as {who}: "
+                             f"{r.status_code}")
+    return wrong
+
+
+def test_no_url_answers_5xx_with_real_objects(people, furnished, settings):
+    """Every GET as every role, with real objects behind its ids (a nightly
+    report with no requester among them), not only ids of nothing."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    wrong = server_errors(people, furnished)
+    assert not wrong, "Server errors:\n  " + "\n  ".join(wrong)
+
+
+NUL = "%00"
+
+
+def test_no_url_answers_5xx_to_a_nul_byte_in_its_query(people, furnished,
+                                                         settings):
+    """PostgreSQL refuses a NUL byte in text: every query parameter a view
+    reads, an unknown one and a name with a NUL in it, each sent as a NUL,
+    to every GET as every role, with real objects behind the ids. Refused
+    with a 400 naming the parameter (casino/nul.py), never a 5xx."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    names = query_names()
+    assert {"against", "action", "table", "from_day", "status"} <= set(names)
+    query = "?" + "&".join(f"{n}={NUL}" for n in ["x", *names]) + f"&{NUL}=1"
+    wrong = server_errors(people, furnished, query)
+    assert not wrong, f"Server errors to {query}:\n  " + "\n  ".join(wrong)

@@ -85,11 +85,13 @@ def refused_links(user, extra=()) -> dict[str, str]:
 
 
 @pytest.fixture
-def world(played, croupier, pitboss, manager, django_capture_on_commit_callbacks,
-          settings, tmp_path):
+def world(played, nightly, croupier, pitboss, manager,
+          django_capture_on_commit_callbacks, settings, tmp_path):
     """The played shoe with its flags, its session closed and its box
     counted; a second table in play (the tablet's session and coup screens);
-    a report built and a re-audit run: something behind every kind of link.
+    a report built and a re-audit run, and what the nightly close leaves (its
+    reports, which nobody asked for, and its surveillance runs): something
+    behind every kind of link.
     Returns the pages reached by a form's redirect, not by a link."""
     from audit.reports.reaudit import reaudit_request
     from audit.reports.services import report_request
