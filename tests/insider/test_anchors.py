@@ -237,3 +237,21 @@ def test_a_trail_never_anchored_fails_once_its_first_row_is_twice_the_interval_o
     assert trail_verify(now=timezone.now() + timedelta(minutes=31)).ok
     assert trail_verify(anchors=False, now=first.at + timedelta(days=3)).ok
 
+
+def test_the_trail_page_shows_the_last_anchors_age_and_warns_when_stale(
+    browser_as, manager, played, settings,
+):
+    head = ChangeLog.objects.order_by("-id").first()
+    _anchor_file(settings, timezone.now() - timedelta(minutes=12), head.pk, head.hash)
+    page = browser_as(manager).get("/floor/trail/").content.decode()
+    assert f"Last anchor 12\xa0minutes ago, row #{head.pk}." in page
+    assert "Anchors are stale" not in page
+    _anchor_file(settings, timezone.now() - timedelta(minutes=50), head.pk, head.hash)
+    _empty_newest = sorted(Path(settings.TRAIL_ANCHOR_DIR).glob("*.json"))[-1]
+    _empty_newest.unlink()  # the 12-minute one: the last is now 50 minutes old
+    after = _one_more_row()
+    page = browser_as(manager).get("/floor/trail/").content.decode()
+    assert f"Last anchor 50\xa0minutes ago, row #{head.pk}." in page
+    assert "Anchors are stale" in page and f"row {after.pk} written since" in page
+    verified = browser_as(manager).get("/floor/trail/?verify=1").content.decode()
+    assert "Chain broken" in verified and "anchored nowhere" in verified
