@@ -155,3 +155,32 @@ def test_the_runtime_role_against_every_append_only_table(db, op):
         for table in append_only_tables():
             with pytest.raises(psycopg.Error, match="permission denied|must be owner"):
                 conn.execute(op.format(t=table))
+
+
+# -- the runtime role cannot stall or loosen the app (issue 23, item 4) --------
+
+def test_the_runtime_role_cannot_lift_the_apps_timeouts(db, settings):
+    """The app sends its limits at connect (casino/dbsession.py): the role's
+    own settings, which the runtime role may change on itself, lose to them."""
+    statement, lock = settings.DB_LIMITS["web"]
+    with _connect() as conn:  # the runtime role, on itself
+        conn.execute(f"ALTER ROLE {APP_ROLE} SET statement_timeout = 0")
+        conn.execute(f"ALTER ROLE {APP_ROLE} SET lock_timeout = 0")
+    try:
+        with _connect() as bare:  # a login without the app's options: lifted
+            assert bare.execute("SHOW statement_timeout").fetchone() == ("0",)
+            assert bare.execute("SHOW lock_timeout").fetchone() == ("0",)
+        # a new connection of the app's, logged in as the runtime role
+        params = {**connection.get_connection_params(), "user": APP_ROLE}
+        with psycopg.connect(**params, autocommit=True) as app:
+            assert app.execute("SELECT current_user").fetchone() == (APP_ROLE,)
+            assert app.execute(
+                "SELECT current_setting('statement_timeout'), "
+                "current_setting('lock_timeout')").fetchone() == (
+                f"{statement:g}s", f"{lock:g}s")
+    finally:
+        with _connect() as conn:
+            conn.execute(f"ALTER ROLE {APP_ROLE} RESET ALL")
+    from casino.dbsession import session_limits
+
+    assert session_limits(connection) == (f"{statement:g}s", f"{lock:g}s")
