@@ -143,6 +143,9 @@ MIDDLEWARE = [
     "tables.tablet.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A page's write refused on the change log's held chain: 503 saying so
+    # (casino/dbsession.py; the API answers through casino/api.py).
+    "casino.dbsession.ChainHeldMiddleware",
     # Last, as axes asks: turns a locked-out sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -7,6 +7,7 @@ workers use (`db_roles`, tests/conftest.py), against the test database."""
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -184,3 +185,98 @@ def test_the_runtime_role_cannot_lift_the_apps_timeouts(db, settings):
     from casino.dbsession import session_limits
 
     assert session_limits(connection) == (f"{statement:g}s", f"{lock:g}s")
+
+
+@contextmanager
+def _chain_taken():
+    """The runtime role's credentials in a session of their own, holding the
+    change log's chain lock (migration casino 0009) and never letting go."""
+    from casino import dbsession
+    from casino.trail import ADVISORY_LOCK_KEY
+
+    holder = _connect()
+    holder.execute("SET application_name = 'chain-squatter'")
+    holder.execute("SET lock_timeout = '10s'")  # a test's own hold: fail, not hang
+    holder.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+    dbsession._alerts.update(last=None, since=0)
+    try:
+        yield holder
+    finally:
+        holder.close()
+        dbsession._alerts.update(last=None, since=0)
+
+
+def _written() -> tuple:
+    from casino.models import ChangeLog
+    from tables.models import Coup, HouseRules
+
+    return (ChangeLog.objects.count(), Coup.objects.count(),
+            HouseRules.objects.count())
+
+
+# Committed writes: a test's own transaction would keep the chain lock it took
+# (an xact lock lasts to the top transaction's end) and the squatter wait on it.
+@pytest.mark.django_db(transaction=True)
+def test_a_held_chain_answers_503_saying_so_within_seconds_and_alerts(
+    as_user, croupier, manager, table, shoe, turn, settings, caplog,
+):
+    with _chain_taken() as holder:
+        _refused_while_held(holder, as_user, croupier, manager, table, shoe,
+                            settings, caplog)
+    # released: the same coup goes through
+    r = as_user(croupier).post(
+        f"/api/v1/shoes/{shoe.pk}/coups/",
+        {"punter": ["2H", "3D"], "banker": ["8C", "TS"],
+         "stakes": [{"seat": 2, "amount": "300.00"}]},
+        format="json", headers={"Idempotency-Key": "held-1"})
+    assert r.status_code == 201, r.content
+
+
+def _refused_while_held(holder, as_user, croupier, manager, table, shoe, settings,
+                        caplog):
+    import time
+
+    lock = settings.DB_LIMITS["web"][1]
+    before = _written()
+    caplog.set_level("ERROR", logger="casino.chain")
+    asked = [
+        (croupier, f"/api/v1/shoes/{shoe.pk}/coups/",
+         {"punter": ["2H", "3D"], "banker": ["8C", "TS"],
+          "stakes": [{"seat": 2, "amount": "300.00"}]}),
+        (manager, f"/api/v1/tables/{table.pk}/rules/",
+         {"reason": "licence of 2027", "decks": 8}),
+    ]
+    for user, url, body in asked:
+        start = time.monotonic()
+        r = as_user(user).post(url, body, format="json",
+                               headers={"Idempotency-Key": "held-1"})
+        took = time.monotonic() - start
+        assert r.status_code == 503, r.content
+        assert r.json()["code"] == "chain_held"
+        assert r.json()["detail"].startswith("the change log is held")
+        assert "unavailable" not in r.json()["detail"]
+        assert r["Retry-After"]
+        assert lock - 0.5 < took < lock + 3, took  # waited lock_timeout, no more
+    assert _written() == before  # nothing written
+    [alert] = [r for r in caplog.records if r.name == "casino.chain"]
+    assert alert.levelname == "ERROR"
+    message = alert.getMessage()
+    assert f"pid {holder.info.backend_pid}" in message
+    assert f"role {APP_ROLE}" in message and "'chain-squatter'" in message
+    assert "pg_terminate_backend" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_chain_on_a_page_is_a_503_page_not_a_500(
+    browser_as, manager, table, settings,
+):
+    from tables.models import HouseRules
+
+    before = HouseRules.objects.filter(table=table).count()
+    page = browser_as(manager)
+    with _chain_taken():
+        r = page.post(f"/floor/tables/{table.pk}/rules/",
+                      {"reason": "licence of 2027", "decks": "8"})
+    assert r.status_code == 503
+    assert "The change log is held" in r.content.decode()
+    assert HouseRules.objects.filter(table=table).count() == before
