@@ -298,7 +298,7 @@ def plain_owner():
     if connection.vendor != "postgresql":  # before the marker's own check
         _missing("PostgreSQL", "set DATABASE_URL=postgres://... to run this test")
     db = connection.settings_dict
-    base = (db["TEST"].get("NAME") or f"test_{db['NAME']}")[:40]
+    base = db["NAME"][:40]  # the test database's name, here
     owner, name = f"{base}_plain_owner", f"{base}_plain"
     server = {"host": db["HOST"] or "127.0.0.1", "port": db["PORT"] or 5432,
               "password": db.get("PASSWORD") or None}
