@@ -121,6 +121,8 @@ def anchors_list() -> list[Anchor]:
             raise AnchorError(f"anchor file {path.name} is unreadable: {exc}") from exc
         if len(anchor.hash) != 64:
             raise AnchorError(f"anchor file {path.name}: not a digest")
+        if anchor.at.tzinfo is None:  # its age could not be told
+            raise AnchorError(f"anchor file {path.name}: a time without its zone")
         out.append(anchor)
     return sorted(out, key=lambda a: (a.at, a.row), reverse=True)
 

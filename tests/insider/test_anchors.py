@@ -57,6 +57,10 @@ def test_a_forged_anchor_file_fails_verification(played, settings):
     forged.write_text("not an anchor")
     with pytest.raises(CommandError, match="unreadable"):
         call_command("verify_trail", stdout=io.StringIO())
+    forged.write_text(json.dumps({"row": anchor.row, "hash": anchor.hash,
+                                  "at": "2999-01-01T00:00:00", "reason": "naive"}))
+    with pytest.raises(CommandError, match="a time without its zone"):
+        call_command("verify_trail", stdout=io.StringIO())
 
 
 def test_beat_anchors_every_few_minutes(settings, played):
