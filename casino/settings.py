@@ -265,8 +265,8 @@ DB_LIMITS = {
 DB_PROCESS = _read("CASINO_PROCESS", env.str, default="web")
 if DB_PROCESS not in DB_LIMITS:
     raise ImproperlyConfigured(
-        "Environment variable CASINO_PROCESS: web or worker (set by manage.py "
-        "and by Celery, not by hand)"
+        "Environment variable CASINO_PROCESS: web or worker (manage.py sets "
+        "worker; casino/dbsession.py)"
     )
 for _config in DATABASES.values():
     if _config.get("ENGINE") == "django.db.backends.postgresql":
