@@ -49,6 +49,9 @@ def configure(*, debug: bool = False) -> str:
         # One croupier's token posts every coup from loopback: the API's rate
         # limits (casino/throttles.py) must not shape the figures.
         API_THROTTLING="0",
+        # This process fills databases with statements far past a request's
+        # limit (casino/dbsession.py); gunicorn is started as the web.
+        CASINO_PROCESS="worker",
     )
     os.environ.pop("REDIS_URL", None)  # Celery eager, nothing queued
     if str(ROOT) not in sys.path:

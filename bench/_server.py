@@ -31,7 +31,8 @@ def start(
     cmd += [*opts.split(), "--chdir", str(_benchdb.ROOT)]
     log = open(_benchdb.OUT_DIR / log_name, "w")  # noqa: SIM115
     proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "CASINO_PROCESS": "web"},  # a request's limits
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # ready when a worker answers

@@ -23,6 +23,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from tables.chemmy import CoupError
 from tables.errors import ServiceError
 
+from .dbsession import chain_held, chain_held_response
 from .drf import DecimalField as StrictDecimalField
 from .drf import PayloadTooLarge
 
@@ -44,6 +45,10 @@ def exception_handler(exc, context):
         )
     if isinstance(exc, RequestDataTooBig):  # a form body past the limit
         exc = PayloadTooLarge()
+    if isinstance(exc, OperationalError) and chain_held(exc):
+        # The change log's chain held past lock_timeout (casino/dbsession.py):
+        # say so, and alert, rather than "the database is unavailable".
+        return chain_held_response(context["request"])
     if isinstance(exc, OperationalError | InterfaceError):
         # The database is down or restarting. The request did not commit (a
         # coup is one transaction), so the tablet retries with the same

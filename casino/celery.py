@@ -3,12 +3,24 @@
 import os
 
 from celery import Celery
+from celery.signals import beat_init, celeryd_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "casino.settings")
 
 app = Celery("casino")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@celeryd_init.connect
+@beat_init.connect
+def _worker_limits(**kwargs) -> None:
+    """A worker or beat takes the workers' database limits (report builds and
+    re-audits run long statements; casino/dbsession.py), before its pool
+    processes start and open their connections."""
+    from .dbsession import use
+
+    use("worker")
 
 # A web request that sends a task (a report, a re-audit) must answer at once:
 # with Redis unreachable, 503 and the job kept queued for the sweep

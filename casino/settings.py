@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from casino.dbsession import with_limits as _with_limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
@@ -144,6 +146,9 @@ MIDDLEWARE = [
     "tables.tablet.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A page's write refused on the change log's held chain: 503 saying so
+    # (casino/dbsession.py; the API answers through casino/api.py).
+    "casino.dbsession.ChainHeldMiddleware",
     # Last, as axes asks: turns a locked-out sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -235,6 +240,44 @@ if REPORTS_DATABASE:
         "TEST": {"MIRROR": "default"},
     }
 DATABASE_ROUTERS = ["casino.replica.ReplicaRouter"]
+
+
+# The app's own limits on every PostgreSQL session it opens, sent at connect
+# (casino/dbsession.py): they win over the role's own settings, so the runtime
+# role's credentials cannot lift them (`ALTER ROLE casino_app SET
+# statement_timeout = 0`), nor stall the app on a lock they hold (the change
+# log's chain: 503 "the change log is held" once DB_LOCK_TIMEOUT is past).
+# Requests get short limits; Celery workers, beat and manage.py commands (report
+# builds, re-audits, surveillance, the nightly re-settlement, migrations) long
+# ones. manage.py says which it is (CASINO_PROCESS); a worker switches at start.
+def _limit(name: str, default: float, low: float, high: float) -> float:
+    value = _read(name, env.float, default=default)
+    if not low <= value <= high:
+        raise ImproperlyConfigured(
+            f"Environment variable {name}: seconds from {low:g} to {high:g}"
+        )
+    return value
+
+
+DB_LIMITS = {
+    "web": (_limit("DB_STATEMENT_TIMEOUT", 30, 1, 3600),
+            _limit("DB_LOCK_TIMEOUT", 5, 0.1, 300)),
+    "worker": (_limit("DB_WORKER_STATEMENT_TIMEOUT", 3600, 1, 7 * 86400),
+               _limit("DB_WORKER_LOCK_TIMEOUT", 60, 0.1, 3600)),
+}
+DB_PROCESS = _read("CASINO_PROCESS", env.str, default="web")
+if DB_PROCESS not in DB_LIMITS:
+    raise ImproperlyConfigured(
+        "Environment variable CASINO_PROCESS: web or worker (manage.py sets "
+        "worker; casino/dbsession.py)"
+    )
+for _config in DATABASES.values():
+    if _config.get("ENGINE") == "django.db.backends.postgresql":
+        _options = _config.setdefault("OPTIONS", {})
+        _options["options"] = _with_limits(
+            _options.get("options", ""), statement=DB_LIMITS[DB_PROCESS][0],
+            lock=DB_LIMITS[DB_PROCESS][1],
+        )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Anchors of the chain's head, outside the database (casino/anchors.py): a

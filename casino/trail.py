@@ -669,14 +669,22 @@ def trail_verify(
     *,
     anchors: bool = True,
     ledger: bool = True,
+    now: datetime | None = None,
 ) -> TrailCheck:
     """The whole check: the chain, every anchor written out (and `anchor`,
-    one noted by hand), and every ledger row against the trail."""
-    from .anchors import AnchorError, anchors_read
+    one noted by hand), and every ledger row against the trail. Anchors are
+    expected (casino/anchors.py anchors_expected): every anchor the database
+    records must have its file, and the trail must not have gone unanchored
+    for more than 2 x TRAIL_ANCHOR_MINUTES (at `now`). `anchors=False`
+    checks the chain and the ledger alone (the test suite after each test)."""
+    from dataclasses import replace
+
+    from .anchors import AnchorError, anchors_expected, anchors_list, anchors_read
     from .models import ChangeLog
 
     try:
-        known = anchors_read() if anchors else {}
+        found = anchors_list() if anchors else []
+        known = anchors_read(found)
     except AnchorError as exc:
         return TrailCheck(0, None, GENESIS, None, str(exc))
     if anchor is not None:
@@ -687,4 +695,13 @@ def trail_verify(
                 f"the anchor on file ({known[anchor[0]]})",
             )
         known[anchor[0]] = anchor[1]
-    return verify_rows(iter_rows(ChangeLog.objects.all()), known, ledger=ledger)
+    check = verify_rows(iter_rows(ChangeLog.objects.all()), known, ledger=ledger)
+    expected = anchors_expected(found, now=now) if anchors else []
+    if not expected:
+        return check
+    named = tuple(problem for _, problem in expected)
+    if check.ok:
+        return replace(check, broken_id=expected[0][0], problem=named[0],
+                       problems=(*named, *check.problems)[:100])
+    first = check.problems or (check.problem,)
+    return replace(check, problems=(*first, *named)[:100])

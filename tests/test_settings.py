@@ -51,6 +51,12 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"TRAIL_KEY": "k" * 40, "TRAIL_OLD_KEYS": "k" * 40}, "TRAIL_OLD_KEYS"),
         ({"TRAIL_ANCHOR_MINUTES": "0"}, "TRAIL_ANCHOR_MINUTES"),
         ({"TRAIL_ANCHOR_MINUTES": "often"}, "TRAIL_ANCHOR_MINUTES"),
+        ({"DB_STATEMENT_TIMEOUT": "0"}, "DB_STATEMENT_TIMEOUT"),
+        ({"DB_STATEMENT_TIMEOUT": "half a minute"}, "DB_STATEMENT_TIMEOUT"),
+        ({"DB_LOCK_TIMEOUT": "0"}, "DB_LOCK_TIMEOUT"),
+        ({"DB_WORKER_STATEMENT_TIMEOUT": "-1"}, "DB_WORKER_STATEMENT_TIMEOUT"),
+        ({"DB_WORKER_LOCK_TIMEOUT": "forever"}, "DB_WORKER_LOCK_TIMEOUT"),
+        ({"CASINO_PROCESS": "gunicorn"}, "CASINO_PROCESS"),
         ({"MIGRATE_DATABASE_URL": "postgres://owner@db/casino"},
          "MIGRATE_DATABASE_URL"),
         ({"MIGRATE_DATABASE_URL": "mysql://owner@db/casino"},
@@ -138,3 +144,46 @@ def test_without_reports_database_there_is_one_connection():
     result = _databases()
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-2] == "{}"
+
+
+SHOW_LIMITS = (
+    "from django.conf import settings; "
+    "print(settings.DB_PROCESS, settings.DATABASES['default']"
+    ".get('OPTIONS', {}).get('options'))"
+)
+
+
+def _limits(*command: str, **env) -> str:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in {"DATABASE_URL", "REPORTS_DATABASE_URL", "CASINO_PROCESS"}}
+    clean.update({"DATABASE_URL": "postgres://app@db:5432/casino", **env})
+    result = subprocess.run([sys.executable, *command], cwd=ROOT, env=clean,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[-1]
+
+
+def test_each_process_sets_its_own_database_limits_at_connect():
+    """casino/dbsession.py: web requests short, workers and commands long,
+    sent as the connection's startup options (no role setting lifts them)."""
+    web = _limits("-c", "import casino.wsgi\n" + SHOW_LIMITS.replace("; ", "\n"))
+    assert web == "web -c statement_timeout=30000 -c lock_timeout=5000"
+    command = _limits("manage.py", "shell", "-c", SHOW_LIMITS)
+    assert command == "worker -c statement_timeout=3600000 -c lock_timeout=60000"
+    # a Celery worker (or beat) switches itself at start
+    worker = _limits("-c", "import casino.wsgi\n"
+                     "from celery.signals import celeryd_init\n"
+                     "celeryd_init.send(sender='w', instance=None, conf=None, "
+                     "options={})\n" + SHOW_LIMITS.replace("; ", "\n"))
+    assert worker == "worker -c statement_timeout=3600000 -c lock_timeout=60000"
+    # set by the operator; limits in the URL's own options give way to them
+    tuned = _limits(
+        "manage.py", "shell", "-c", SHOW_LIMITS, DB_WORKER_STATEMENT_TIMEOUT="7200",
+        DB_WORKER_LOCK_TIMEOUT="2.5",
+        DATABASE_URL="postgres://app@db:5432/casino?options=-c%20statement_timeout%3D0"
+        "%20-c%20search_path%3Dpublic")
+    assert tuned == ("worker -c search_path=public -c statement_timeout=7200000 "
+                     "-c lock_timeout=2500")
+    sqlite = _limits("manage.py", "shell", "-c", SHOW_LIMITS,
+                     DATABASE_URL="sqlite:///var/limits.sqlite3")
+    assert sqlite == "worker None"

@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
-from casino.anchors import AnchorError, anchors_list
+from casino.anchors import AnchorError, anchors_freshness, anchors_list
 from casino.models import ChangeLog
 from casino.roles import has_capability
 from casino.trail import trail_verify
@@ -166,9 +166,14 @@ def trail(request):
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
     check = trail_verify() if request.GET.get("verify") else None
     try:
-        anchors, anchor_error = anchors_list()[:20], ""
+        found = anchors_list()
+        anchors, anchor_error = found[:20], ""
+        # the last anchor's age, and whether anchoring has stopped (the
+        # verification's own rule, casino/anchors.py)
+        fresh = anchors_freshness(found)
     except AnchorError as exc:
-        anchors, anchor_error = [], str(exc)
+        anchors, anchor_error, fresh = [], str(exc), None
     return render(request, "audit/trail.html",
                   {"page": page, "check": check, "action": action,
-                   "anchors": anchors, "anchor_error": anchor_error})
+                   "anchors": anchors, "anchor_error": anchor_error,
+                   "fresh": fresh})

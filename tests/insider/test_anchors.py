@@ -1,6 +1,8 @@
 """Anchors of the chain's head, outside the database (casino/anchors.py): on
 demand, by beat every few minutes, at each gaming-day close, on every report,
-and read by verify_trail without anyone passing them."""
+and read by verify_trail without anyone passing them. Anchors are expected:
+one the database records without its file, or a trail left unanchored for
+more than 2 x TRAIL_ANCHOR_MINUTES, fails verification (issue 23, item 3)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ import io
 import json
 import os
 import stat
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
 
 from casino.anchors import anchors_list, trail_anchor
+from casino.changelog import log_action
 from casino.models import ChangeLog
+from casino.trail import trail_verify
 
 
 def test_the_command_anchors_the_head_in_a_read_only_file(played, settings):
@@ -55,6 +61,10 @@ def test_a_forged_anchor_file_fails_verification(played, settings):
         call_command("verify_trail", stdout=io.StringIO())
     forged.write_text("not an anchor")
     with pytest.raises(CommandError, match="unreadable"):
+        call_command("verify_trail", stdout=io.StringIO())
+    forged.write_text(json.dumps({"row": anchor.row, "hash": anchor.hash,
+                                  "at": "2999-01-01T00:00:00", "reason": "naive"}))
+    with pytest.raises(CommandError, match="a time without its zone"):
         call_command("verify_trail", stdout=io.StringIO())
 
 
@@ -106,3 +116,151 @@ def test_the_trail_page_shows_the_anchors(browser_as, manager, played):
     anchor = trail_anchor(reason="gaming-day close")
     page = browser_as(manager).get("/floor/trail/").content.decode()
     assert "Anchors" in page and anchor.hash in page and "gaming-day close" in page
+
+
+# -- anchors expected (issue 23, item 3) ---------------------------------------
+
+def _empty(folder: Path) -> int:
+    """What someone who can reach TRAIL_ANCHOR_DIR does to hide a cut tail:
+    every anchor removed (the files are read-only, the folder is not)."""
+    files = list(Path(folder).glob("*.json"))
+    for path in files:
+        path.unlink()
+    return len(files)
+
+
+def _anchor_file(settings, at: datetime, row: int, digest: str) -> None:
+    """An anchor as beat would have written it at `at` (casino/anchors.py)."""
+    folder = Path(settings.TRAIL_ANCHOR_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{at.astimezone(UTC):%Y%m%dT%H%M%S%fZ}-row{row}.json").write_text(
+        json.dumps({"row": row, "hash": digest, "at": at.isoformat(),
+                    "reason": "interval"}))
+
+
+def _one_more_row() -> ChangeLog:
+    with transaction.atomic():
+        return log_action(action="test.after_the_anchor")
+
+
+def _verify_fails(match: str) -> None:
+    with pytest.raises(CommandError, match=match):
+        call_command("verify_trail", stdout=io.StringIO())
+
+
+def test_an_emptied_folder_fails_naming_the_gaming_day_close_that_recorded_it(
+    played, settings, as_user, auditor, django_capture_on_commit_callbacks,
+):
+    from audit.models import GamingDayClose
+    from audit.reports.nightly import gaming_day_close
+
+    with django_capture_on_commit_callbacks(execute=False):  # reports: elsewhere
+        gaming_day_close(ledger=False)
+    close = GamingDayClose.objects.get(kind="anchor")
+    row = close.summary["row"]
+    assert trail_verify().ok
+    assert _empty(settings.TRAIL_ANCHOR_DIR) == 1
+    named = (rf"row {row}: the anchor recorded by the gaming-day close of "
+             rf"{close.gaming_day} at cut-off 6:00 \(close {close.pk}\) has no "
+             "file in TRAIL_ANCHOR_DIR")
+    _verify_fails(named)
+    body = as_user(auditor).get("/api/v1/trail/verify/").json()
+    assert not body["ok"] and body["broken_id"] == row
+    assert "gaming-day close" in body["problem"] and "has no file" in body["problem"]
+    assert body["anchors"] == 0  # "0 checked" is no longer a pass
+
+
+def test_a_report_stamps_anchor_without_its_file_fails_naming_the_report(
+    played, manager, settings, tmp_path, request, django_capture_on_commit_callbacks,
+):
+    from audit.reports.services import report_request
+    from casino.celery import app
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    request.addfinalizer(lambda: setattr(app.conf, "task_always_eager", eager))
+    day = played[0].gaming_day.isoformat()
+    with django_capture_on_commit_callbacks(execute=True):
+        job = report_request(user=manager, kind="commission", format="csv",
+                             from_day=day, to_day=day)
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    row = int(job.stamp["trail_anchor"].split()[1])
+    call_command("verify_trail", stdout=io.StringIO())
+    _empty(settings.TRAIL_ANCHOR_DIR)
+    _verify_fails(rf"row {row}: the anchor recorded by report #{job.pk}'s stamp "
+                  "has no file in TRAIL_ANCHOR_DIR")
+    # the same anchor on file again (a copy kept elsewhere): it holds
+    head = ChangeLog.objects.get(pk=row)
+    _anchor_file(settings, timezone.now(), row, head.hash)
+    assert trail_verify().ok
+
+
+def test_rows_left_unanchored_past_twice_the_interval_fail_until_anchored(
+    played, settings,
+):
+    assert settings.TRAIL_ANCHOR_MINUTES == 15
+    head = ChangeLog.objects.order_by("-id").first()
+    # beat's last anchor, 40 minutes ago (it stopped since), then a row
+    _anchor_file(settings, timezone.now() - timedelta(minutes=40), head.pk, head.hash)
+    assert trail_verify().ok  # nothing written since: the head is anchored
+    after = _one_more_row()
+    _verify_fails(
+        rf"the last anchor \(row {head.pk}\) was taken 40 minutes ago, more than "
+        rf"2 x 15 minutes, and row {after.pk} written since .* anchored nowhere")
+    check = trail_verify()
+    assert not check.ok and check.broken_id == after.pk
+    # a fresh anchor covers the new row: it passes, and stays so however
+    # long nothing is written
+    call_command("trail_anchor", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("verify_trail", stdout=out)
+    assert "Trail intact" in out.getvalue() and "anchors checked: 2" in out.getvalue()
+    assert trail_verify(now=timezone.now() + timedelta(hours=5)).ok
+
+
+def test_an_anchor_within_twice_the_interval_may_still_be_on_its_way(
+    played, settings,
+):
+    head = ChangeLog.objects.order_by("-id").first()
+    _anchor_file(settings, timezone.now() - timedelta(minutes=25), head.pk, head.hash)
+    after = _one_more_row()
+    assert trail_verify().ok
+    check = trail_verify(now=timezone.now() + timedelta(minutes=6))
+    assert not check.ok and check.broken_id == after.pk
+
+
+def test_a_trail_never_anchored_fails_once_its_first_row_is_twice_the_interval_old(
+    played,
+):
+    first = ChangeLog.objects.order_by("id").first()
+    soon = first.at + timedelta(minutes=29)
+    assert trail_verify(now=soon).ok  # a fresh install, beat not run yet
+    check = trail_verify(now=first.at + timedelta(minutes=31))
+    assert not check.ok and check.broken_id == first.pk
+    assert check.problem.startswith(
+        f"no anchor on file in TRAIL_ANCHOR_DIR, yet rows {first.pk} to ")
+    assert "the first written 31 minutes ago" in check.problem
+    trail_anchor(reason="interval")
+    assert trail_verify(now=timezone.now() + timedelta(minutes=31)).ok
+    assert trail_verify(anchors=False, now=first.at + timedelta(days=3)).ok
+
+
+def test_the_trail_page_shows_the_last_anchors_age_and_warns_when_stale(
+    browser_as, manager, played, settings,
+):
+    head = ChangeLog.objects.order_by("-id").first()
+    _anchor_file(settings, timezone.now() - timedelta(minutes=12), head.pk, head.hash)
+    page = browser_as(manager).get("/floor/trail/").content.decode()
+    assert f"Last anchor 12\xa0minutes ago, row #{head.pk}." in page
+    assert "Anchors are stale" not in page
+    _anchor_file(settings, timezone.now() - timedelta(minutes=50), head.pk, head.hash)
+    _empty_newest = sorted(Path(settings.TRAIL_ANCHOR_DIR).glob("*.json"))[-1]
+    _empty_newest.unlink()  # the 12-minute one: the last is now 50 minutes old
+    after = _one_more_row()
+    page = browser_as(manager).get("/floor/trail/").content.decode()
+    assert f"Last anchor 50\xa0minutes ago, row #{head.pk}." in page
+    assert "Anchors are stale" in page and f"row {after.pk} written since" in page
+    verified = browser_as(manager).get("/floor/trail/?verify=1").content.decode()
+    assert "Chain broken" in verified and "anchored nowhere" in verified
