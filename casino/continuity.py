@@ -34,30 +34,22 @@ from .trail import INDEXED, _plan, entry_after, label_key, ledger_digest
 
 log = logging.getLogger("casino.integrity")
 
-_NO_SEAL = object()
-
 # PostgreSQL: the last sealed digest of a row, in one call (migration casino
 # 0010); NULL when no trail row wrote it, or the last one deleted it.
 SEALED_CALL = "casino_sealed(%s, %s)"
 
 
 def sealed_digests(pairs: Sequence[tuple[str, str]]) -> list[Any]:
-    """For each (label, key): the digest the trail last left the row with,
-    None when it was deleted, _NO_SEAL when no trail row wrote it."""
+    """For each (label, key): the digest the trail last left the row with;
+    None when the trail holds no state for it (no trail row wrote it, or the
+    last one deleted it). One statement on PostgreSQL, one lookup a row."""
     if not pairs:
         return []
     if connection.vendor == "postgresql":
-        sql = "SELECT " + ", ".join(
-            "casino_sealed(%s, %s), EXISTS (SELECT 1 FROM casino_seal "
-            "WHERE label = %s AND key = %s)" for _ in pairs
-        )
-        params = [p for label, key in pairs for p in (label, key, label, key)]
+        sql = "SELECT " + ", ".join(SEALED_CALL for _ in pairs)
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        return [
-            row[2 * i] if row[2 * i + 1] else _NO_SEAL for i in range(len(pairs))
-        ]
+            cursor.execute(sql, [p for pair in pairs for p in pair])
+            return list(cursor.fetchone())
     from django.db.models import Max, Q
 
     from .models import ChangeLog, Seal
@@ -80,7 +72,7 @@ def sealed_digests(pairs: Sequence[tuple[str, str]]) -> list[Any]:
     for label, key in pairs:
         log_id = last.get((label, key))
         if log_id is None:
-            out.append(_NO_SEAL)
+            out.append(None)
             continue
         entry = ((ledgers.get(log_id) or {}).get(label) or {}).get(key)
         out.append(None if entry is None else entry_after(entry))
@@ -93,8 +85,6 @@ def compare(obj, sealed: Any) -> None:
     "before" (trail.ledger_entries reads it)."""
     label, key = label_key(obj)
     digest = ledger_digest(obj)
-    if sealed is _NO_SEAL:
-        raise RecordChanged(label, key, "no trail row wrote it", found=digest)
     if sealed is None:
         raise RecordChanged(
             label, key, "the trail holds no state for it: never written, or "

@@ -161,6 +161,9 @@ def test_a_coup_is_three_statements_the_chain_held_for_the_last_two(
         "INSERT tables_croupiermonthrollup",
         "INSERT tables_seatmonthrollup",
         "INSERT casino_changelog",
+        # the seal index: which log row last wrote the shoe and the turn
+        # (casino/models.py Seal), keyed by that log row's hash
+        "INSERT casino_seal",
     ], work[2]
     from django.conf import settings
 
@@ -238,14 +241,16 @@ def test_a_turn_opening_is_two_statements_the_chain_after_its_row(
     with connection.execute_wrapper(spy):
         turn = services.banker_turn_open(session=session, user=croupier, seat=1,
                                          bank=D("1000.00"))
-    # The session locked, then the chain lock and its head (after the row
-    # lock, in the same statement); the turn and its log row, one statement.
+    # The session locked with the last sealed digests of the rows the turn
+    # builds on, then the chain lock and its head (after the row lock, in the
+    # same statement); the turn, its log row and its seal, one statement.
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert len(work) == 2, work
     assert "FOR UPDATE OF session" in work[0]
-    assert work[0].startswith("SELECT locked.*, casino_chain_head($1) FROM (")
+    assert work[0].startswith("SELECT locked.*, casino_sealed(")
+    assert ", casino_chain_head($1) FROM (" in work[0]
     assert ledger_pg.statement_parts(work[1]) == [
-        "INSERT tables_bankerturn", "INSERT casino_changelog"], work[1]
+        "INSERT tables_bankerturn", "INSERT casino_changelog", "INSERT casino_seal"], work[1]
     log = ChangeLog.objects.order_by("-id").first()
     assert log.action == "tables.turn.opened" and log.object_id == str(turn.pk)
     assert trail_verify().ok

@@ -8,15 +8,25 @@ ledger. The chain is verified first: a broken chain is not blessed."""
 from django.db import migrations, models
 from django.utils import timezone
 
+# VOLATILE, in PL/pgSQL: its read takes a fresh snapshot, so that called
+# after a row lock (the lock statements of tables/services/ledger_pg.py call
+# it on the rows their subquery locked) it sees the seal the previous holder
+# of that lock committed, as casino_chain_head (0009) sees the head. STABLE,
+# it would read the statement's snapshot, older than the lock: two coups on
+# one shoe would find the shoe newer than its seal.
 FUNCTION = """
 CREATE OR REPLACE FUNCTION casino_sealed(seal_label text, seal_key text)
-RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE jsonb_typeof(e) WHEN 'array' THEN e ->> 1 ELSE e #>> '{}' END
-    FROM (SELECT c.ledger -> seal_label -> seal_key AS e
-          FROM casino_changelog c
-          WHERE c.id = (SELECT s.log_id FROM casino_seal s
-                        WHERE s.label = seal_label AND s.key = seal_key
-                        ORDER BY s.log_id DESC LIMIT 1)) x
+RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN (
+        SELECT CASE jsonb_typeof(e) WHEN 'array' THEN e ->> 1 ELSE e #>> '{}' END
+        FROM (SELECT c.ledger -> seal_label -> seal_key AS e
+              FROM casino_changelog c
+              WHERE c.id = (SELECT s.log_id FROM casino_seal s
+                            WHERE s.label = seal_label AND s.key = seal_key
+                            ORDER BY s.log_id DESC LIMIT 1)) x
+    );
+END;
 $$;
 """
 

@@ -130,20 +130,29 @@ def _split(values, readers) -> list:
     return parts
 
 
+def _sealed_calls(aliases: dict) -> str:
+    """casino_sealed (migration casino 0010) of each row named by its alias's
+    key column (k_<alias>) in a lock statement's locked rows."""
+    return ", ".join(
+        f"casino_sealed('{model._meta.label_lower}', locked.k_{alias}::text)"
+        for alias, model in aliases.items()
+    )
+
+
+# The rows of a coup's lock checked against their seals (the house rules are
+# append-only, and named by the session's sealed pointer), in this order.
+_SEALED = {"shoe": Shoe, "session": TableSession, "tbl": Table, "turn": BankerTurn}
+
+
 @lru_cache(maxsize=1)
 def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     readers = tuple(_Reader(model, alias) for alias, model in _PARTS)
     columns = ", ".join(c for r in readers for c in r.columns)
     t = {alias: model._meta.db_table for alias, model in _PARTS}
-    # The last sealed digest of each row the coup builds on (casino/
-    # continuity.py): checked before anything is written over them.
-    sealed = ", ".join(
-        f"casino_sealed('{model._meta.label_lower}', {alias}.id::text)"
-        for alias, model in _PARTS if alias != "rules"
-    )
-    sql = (
+    inner = (
         f"SELECT nextval(pg_get_serial_sequence('{Coup._meta.db_table}', 'id')), "
-        f"{sealed}, {columns} "
+        + "".join(f"{alias}.id AS k_{alias}, " for alias in _SEALED)
+        + f"{columns} "
         f'FROM "{t["shoe"]}" shoe '
         f'JOIN "{t["session"]}" session ON session.id = shoe.session_id '
         f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
@@ -154,6 +163,11 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         "WHERE shoe.id = %s "
         "FOR UPDATE OF shoe, turn"
     )
+    # The last sealed digest of each row the coup builds on (casino/
+    # continuity.py), read after the rows are locked (the outer list is
+    # worked out on the rows the subquery locked, and casino_sealed reads in
+    # a snapshot of its own): it sees the seal of whoever held the lock last.
+    sql = f"SELECT locked.*, {_sealed_calls(_SEALED)} FROM ({inner}) locked"
     return sql, readers
 
 
@@ -267,16 +281,16 @@ def lock_for_coup(shoe_id: int) -> tuple[Shoe, BankerTurn, int] | None:
     row = _execute([(sql, [shoe_id])], fetch=True)
     if row is None:
         return None
-    shoe, session, table, rules, turn = _split(row[5:], readers)
+    n = len(_SEALED)
+    shoe, session, table, rules, turn = _split(row[1 + n:-n], readers)
     coup_id = row[0]
-    # shoe, session, table, turn: _PARTS' order without the rules (append-
-    # only, and named by the session's sealed pointer)
-    compare(shoe, row[1])
-    compare(turn, row[4])
+    sealed = dict(zip(_SEALED, row[-n:], strict=True))
+    compare(shoe, sealed["shoe"])
+    compare(turn, sealed["turn"])
     # the session and the table rarely change: not digested again while they
     # read as they did when this process last found them sealed
-    compare_known(session, row[2])
-    compare_known(table, row[3])
+    compare_known(session, sealed["session"])
+    compare_known(table, sealed["tbl"])
     # the session's own version: a change made since it opened waits for the next
     session.rules = rules
     session.table = table
@@ -462,6 +476,9 @@ def coup_write(
     coup._state.db = connection.alias
 
 
+_TURN_SEALED = {"session": TableSession, "tbl": Table, "last": BankerTurn}
+
+
 @lru_cache(maxsize=1)
 def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     parts = (
@@ -474,21 +491,32 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
     columns = ", ".join(c for r in readers for c in r.columns)
     t = {alias: model._meta.db_table for alias, model in parts}
     sql = (
-        f"SELECT nextval(pg_get_serial_sequence('{t['last']}', 'id')), {columns} "
+        f"SELECT nextval(pg_get_serial_sequence('{t['last']}', 'id')), "
+        + "".join(f"{alias}.id AS k_{alias}, " for alias in _TURN_SEALED)
+        + f"{columns} "
         f'FROM "{t["session"]}" session '
         f'JOIN "{t["tbl"]}" tbl ON tbl.id = session.table_id '
         f'JOIN "{t["rules"]}" rules '
         "ON rules.id = COALESCE(session.rules_id, tbl.rules_id) "
+        # the latest turn locked too: a correction re-settles closed turns,
+        # and what this turn opens from (its number, a passed bank) and the
+        # turn's seal must be read after it
         f'LEFT JOIN LATERAL (SELECT * FROM "{t["last"]}" turn '
-        "WHERE turn.session_id = session.id ORDER BY turn.number DESC LIMIT 1) "
-        "last ON true "
+        "WHERE turn.session_id = session.id ORDER BY turn.number DESC LIMIT 1 "
+        "FOR UPDATE) last ON true "
         "WHERE session.id = %s "
         "FOR UPDATE OF session"
     )
     # The chain after the row lock, in the same statement: the outer select's
     # list is worked out on the row the inner one has locked (a subquery with
-    # FOR UPDATE is never flattened); no row, no chain taken.
-    return (f"SELECT locked.*, {CHAIN_HEAD_CALL} FROM ({sql}) locked", readers)
+    # FOR UPDATE is never flattened); no row, no chain taken. Before it, the
+    # last sealed digests of the session, its table and its latest turn
+    # (casino/continuity.py), read after the lock as the coup's are.
+    return (
+        f"SELECT locked.*, {_sealed_calls(_TURN_SEALED)}, {CHAIN_HEAD_CALL} "
+        f"FROM ({sql}) locked",
+        readers,
+    )
 
 
 def lock_for_turn(
@@ -496,7 +524,8 @@ def lock_for_turn(
 ) -> tuple[TableSession, BankerTurn | None, int, str] | None:
     """banker_turn_open's reads in one round trip: the session locked (as its
     ORM path does), its table and house rules, its latest turn (None before
-    the first), the new turn's id, and the chain's head with the chain held
+    the first; locked), each checked against its last sealed state (RecordChanged),
+    the new turn's id, and the chain's head with the chain held
     (after the row lock, as every chain writer orders them). A turn opening
     does little between its two round trips, so it keeps the chain from the
     first (taking it later measured no faster: bench/bench_http.py). None: no
@@ -505,8 +534,14 @@ def lock_for_turn(
     row = _execute([(sql, [ADVISORY_LOCK_KEY, session_id])], fetch=True)
     if row is None:
         return None
-    session, table, rules, last = _split(row[1:-1], readers)
+    n = len(_TURN_SEALED)
+    session, table, rules, last = _split(row[1 + n:-n - 1], readers)
     turn_id = row[0]
+    sealed = dict(zip(_TURN_SEALED, row[-n - 1:-1], strict=True))
+    compare(session, sealed["session"])
+    compare_known(table, sealed["tbl"])
+    if last is not None:
+        compare(last, sealed["last"])
     session.rules = rules
     session.table = table
     return session, last, turn_id, row[-1] or ""

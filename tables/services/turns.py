@@ -121,8 +121,9 @@ def banker_turn_open(
             except TableSession.DoesNotExist:
                 raise NotFound("session", f"no session with id {session_id}") from None
             # One open turn at most, and it is the latest: one read says both.
-            last = session.turns.order_by("-number").first()
-        seal_check(session, session.table, last)
+            last = (session.turns.select_for_update(of=("self",))
+                    .order_by("-number").first())
+            seal_check(session, session.table, last)
         croupier_check(user, session)
         table = session.table
         turn_open = last is not None and last.closed_at is None

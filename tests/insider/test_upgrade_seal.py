@@ -17,16 +17,16 @@ from tests.insider.test_tampering import superuser
 
 seal_migration = importlib.import_module(
     "casino.migrations.0006_keyed_chain_and_ledger")
+continuity_migration = importlib.import_module("casino.migrations.0010_continuity")
 
 # These tests edit the records behind the app's back on purpose.
 pytestmark = pytest.mark.tampers
 
 
-def _apps():
+def _apps(migration="0006_keyed_chain_and_ledger"):
     """The models as the migration sees them (historical: no append-only
     guard in Python; the database trigger is what it switches off)."""
-    state = MigrationLoader(connection).project_state(
-        ("casino", "0006_keyed_chain_and_ledger"))
+    state = MigrationLoader(connection).project_state(("casino", migration))
     return state.apps
 
 
@@ -64,15 +64,23 @@ def test_a_legacy_trail_is_checked_signed_and_the_ledger_sealed(played):
         _make_legacy(c)
     assert not trail_verify().ok  # unkeyed rows do not pass as keyed ones
     rows_before = ChangeLog.objects.count()
+    last_before = ChangeLog.objects.order_by("-id").first().pk
     with superuser() as c:
         if connection.vendor == "postgresql":
             c.execute("SET session_replication_role = origin")  # as migrate runs
         seal_migration.seal(_apps(), _Editor(c))
+        # then, as the upgrade goes on, the release that binds the rest and
+        # indexes the seals (casino 0010)
+        continuity_migration.seal(_apps("0010_continuity"), _Editor(c))
     check = trail_verify()
     assert check.ok, check.problem
-    sealed = ChangeLog.objects.filter(action="casino.trail.ledger_sealed")
-    assert sealed.count() == 1 and ChangeLog.objects.count() == rows_before + 1
-    assert check.ledger_rows >= 4 and sealed.get().new["rows"] == check.ledger_rows
+    # one row each: 0006 seals the ledger, 0010 the rows it binds
+    sealed = ChangeLog.objects.filter(action="casino.trail.ledger_sealed",
+                                      id__gt=last_before)
+    assert [r.reason.split()[0] for r in sealed] == ["ledger", "rows"]
+    assert ChangeLog.objects.count() == rows_before + 2
+    assert check.ledger_rows >= 4
+    assert sum(r.new["rows"] for r in sealed) == check.ledger_rows
 
 
 def test_a_broken_legacy_trail_stops_the_upgrade(played):

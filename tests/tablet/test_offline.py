@@ -83,8 +83,9 @@ def test_three_coups_offline_survive_a_reload_and_arrive_in_order(
 
     # The server's page changes; an offline reload must still show the kept copy.
     from tables.models import Table
+    from tests.conftest import app_update
 
-    Table.objects.update(name="Renamed while offline")
+    app_update(Table.objects.get(), name="Renamed while offline")
     page.reload()  # still offline: the worker serves the kept screen
     expect(page.get_by_role("link", name="Tables")).to_have_text("‹ Table 1")
     expect(net).to_contain_text("3 coups waiting")
