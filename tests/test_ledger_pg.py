@@ -250,7 +250,8 @@ def test_a_turn_opening_is_two_statements_the_chain_after_its_row(
     assert work[0].startswith("SELECT locked.*, casino_sealed(")
     assert ", casino_chain_head($1) FROM (" in work[0]
     assert ledger_pg.statement_parts(work[1]) == [
-        "INSERT tables_bankerturn", "INSERT casino_changelog", "INSERT casino_seal"], work[1]
+        "INSERT tables_bankerturn", "INSERT casino_changelog", "INSERT casino_seal",
+    ], work[1]
     log = ChangeLog.objects.order_by("-id").first()
     assert log.action == "tables.turn.opened" and log.object_id == str(turn.pk)
     assert trail_verify().ok
