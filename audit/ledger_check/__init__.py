@@ -83,7 +83,11 @@ class _Run:
     def __init__(self, from_day, to_day):
         self.check = LedgerCheck(from_day, to_day)
         self.rules = {r.pk: r for r in HouseRules.objects.all()}
-        self.tableaux = {t.pk: t.as_engine() for t in TableauVersion.objects.all()}
+        # the tableaux house rules name (a version no rules name settles
+        # nothing, and one inserted by hand may not even parse: verify_trail
+        # names it)
+        self.tableaux = {t.pk: t.as_engine() for t in TableauVersion.objects.filter(
+            pk__in={r.tableau_id for r in self.rules.values()})}
         self.cells: dict[tuple, dict] = {}  # rollup cells from re-settled coups
         self.table_days: dict[tuple, dict] = {}  # (table, day, rules) rows
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from casino.changelog import log_action
+from casino.changelog import chain_hold, log_action
 from casino.errors import RecordChanged
 from tables.models import BankerTurn, Shoe, Table, TableSession
 from tables.services.floor import gaming_day_for
@@ -56,6 +56,9 @@ def integrity_alarm(exc: RecordChanged, *, user=None, device: str = "") -> Flag 
     """A critical flag "record changed outside the app", once per record and
     state found, with its trail row."""
     ident = f"x:{exc.label}:{exc.key}:{(exc.found or '-')[:16]}"[:120]
+    # the chain first (it serialises every writer of the trail): two requests
+    # finding the same change at once raise one flag, the second sees it
+    chain_hold()
     if Flag.objects.filter(ident=ident).exists():
         return None
     table_id, session_id, shoe_id = _place(exc.label, exc.key)

@@ -58,12 +58,27 @@ def refused(label: str, write, *args, **kwargs) -> RecordChanged:
     return exc.value
 
 
-def named(*words: str) -> str:
+def named(*words: str, ledger: tuple[str, ...] = ()) -> str:
+    """Both verifiers after the attack and the refused write: verify_trail
+    names the row changed by hand; verify_ledger, re-settling every coup from
+    its cards, finds the money as the app left it (nothing was laundered
+    through the refused write), or, where the change was to a stored amount,
+    names that too (`ledger`: words its differences must hold)."""
+    from audit.ledger_check import ledger_verify
+
     check = trail_verify(anchors=False)
     assert not check.ok
     text = " | ".join(check.problems or [check.problem])
     for word in words:
         assert word in text, text
+    money = ledger_verify()
+    differences = " | ".join(d.text for d in money.differences)
+    if ledger:
+        assert not money.ok
+        for word in ledger:
+            assert word in differences, differences
+    else:
+        assert money.ok, differences
     return text
 
 
@@ -296,7 +311,8 @@ def test_after_a_correction_a_release_and_a_close(
     sql("UPDATE tables_bankerturn SET bank = bank + 5000 WHERE session_id = %s "
         "AND closed_at IS NULL", [session.pk])
     refused("tables.bankerturn", coup, shoe, croupier)
-    named("bankerturn")
+    turn = session.turns.get(closed_at=None)
+    named("bankerturn", ledger=(f"banker turn {turn.pk}", "bank stored"))
 
 
 def test_every_updatable_column_changed_by_hand_is_refused(
@@ -416,3 +432,150 @@ def test_eight_writers_at_once_leave_a_trail_that_holds(transactional_db):
         t.join()
     assert not errors, errors
     assert trail_verify(anchors=False).ok
+
+
+def test_every_column_a_coup_rests_on_changed_by_hand_refuses_the_next_coup(
+    session, shoe, turn, croupier
+):
+    """The laundering pattern driven through the app's own next write: each
+    column of each row a croupier's coup over the API rests on (his shoe, the
+    open turn, the session, the table, his user row, his role and its
+    membership, his token) changed by SQL, then the next coup from his
+    tablet: refused (409 naming the record), nothing written, the alarm
+    raised; verify_trail names the row."""
+    from django.contrib.auth.models import Group, User
+    from rest_framework.test import APIClient
+
+    from django.core.cache import cache
+
+    from casino.models import ApiToken
+    from casino.roles import _roles_key
+    from casino.tokenauth import token_issue
+    from casino.trail import DIGEST_EXCLUDE
+    from tables.models import Coup, Table
+
+    coup(shoe, croupier)
+    token_row, token = token_issue(user=croupier, device="tablet-1")
+    tablet = APIClient()
+    tablet.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    body = {"punter": NATURAL[0], "banker": NATURAL[1],
+            "stakes": [{"seat": 2, "amount": "100.00"}]}
+    url = f"/api/v1/shoes/{shoe.pk}/coups/"
+    group = Group.objects.get(name="croupier")
+    membership = User.groups.through.objects.get(user=croupier, group=group)
+    rows = [type(r)._base_manager.get(pk=r.pk) for r in (
+        shoe, turn, session, Table.objects.get(pk=session.table_id), croupier,
+        group, membership, ApiToken.objects.get(pk=token_row.pk))]
+    # sanity: the scene records a coup as it stands
+    sid = connection.savepoint()
+    assert tablet.post(url, body, format="json").status_code == 201
+    connection.savepoint_rollback(sid)
+    tried, refusing = [], []
+    for row in rows:
+        model = type(row)
+        label = model._meta.label_lower
+        for field in model._meta.concrete_fields:
+            if field.primary_key or field.attname in DIGEST_EXCLUDE.get(label, ()):
+                continue
+            value = _other(field, getattr(row, field.attname))
+            if value is _SKIP:
+                continue
+            sid = connection.savepoint()
+            coups = Coup.objects.count()
+            sql(f'UPDATE "{model._meta.db_table}" SET "{field.column}" = %s '
+                f'WHERE "{model._meta.pk.column}" = %s', [value, row.pk])
+            # his roles as cached (the trusted state) until the entry expires:
+            # as after ROLE_CACHE_SECONDS, the next request reads the rows
+            cache.delete(_roles_key(croupier.pk))
+            r = tablet.post(url, body, format="json")
+            # refused: the record named (409), or the token no longer signs
+            # him in (a column that decides who he is: 401), or his membership
+            # moved to someone else (no role: 403)
+            assert r.status_code in (401, 403, 409), (label, field.attname, r.content)
+            if r.status_code == 409 and r.json()["code"] == "record_changed":
+                detail = str(r.json())
+                assert label.split(".")[1] in detail, (label, field.attname, detail)
+            elif r.status_code == 409:
+                # the change itself stops play (a turn closed by hand: no
+                # open turn); the next write on the row is checked
+                refusing.append((label, field.attname))
+            assert Coup.objects.count() == coups, (label, field.attname)
+            assert f"{label.split('.')[1]} {row.pk}" in " ".join(
+                trail_verify(anchors=False).problems), (label, field.attname)
+            connection.savepoint_rollback(sid)
+            tried.append((label, field.attname))
+    assert len({label for label, _ in tried}) == len(rows)
+    assert len(tried) > 40, tried
+    assert len(refusing) <= 2, refusing
+
+
+def test_eight_writers_on_one_shoe_and_an_attack_among_them(transactional_db):
+    """Eight tablets on one shoe at once (each coup waits for the one before:
+    no false alarm from a seal read before the lock), and eight more on a
+    second table whose shoe is changed by SQL mid-way: every write there is
+    refused from then on, the alarm is raised once per attempt, the first
+    table plays on, and the verifiers name the second shoe only."""
+    import threading
+
+    from django.db import connections
+
+    from audit.ledger_check import ledger_verify
+    from tables.models import Coup
+
+    manager = make_user("m8", "manager")
+    croupiers, shoes = [], []
+    for i in range(2):
+        c = make_user(f"c8{i}", "croupier")
+        t = services.table_create(user=manager, name=f"T8 {i}")
+        s = services.session_open(table=t, user=c)
+        shoe = services.shoe_open(session=s, user=c, burned=3)
+        services.banker_turn_open(session=s, user=c, seat=1,
+                                  bank=Decimal("100000"))
+        croupiers.append(c)
+        shoes.append(shoe)
+    calm, attacked = shoes
+    results = {calm.pk: [], attacked.pk: []}
+    start = threading.Barrier(16)
+    tampered = threading.Event()
+
+    def play(shoe, user, n):
+        try:
+            start.wait()
+            for k in range(4):
+                if shoe is attacked and n == 0 and k == 2:
+                    sql("UPDATE tables_shoe SET burned = burned + 1 WHERE id = %s",
+                        [shoe.pk])
+                    tampered.set()
+                try:
+                    coup(shoe, user)
+                    results[shoe.pk].append("ok")
+                except RecordChanged as exc:
+                    results[shoe.pk].append(exc.label)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=play, args=(shoe, croupiers[i], n))
+               for i, shoe in enumerate(shoes) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert tampered.is_set()
+    # the calm table: every coup recorded, in turn, no alarm
+    assert results[calm.pk] == ["ok"] * 32
+    assert Coup.objects.filter(shoe=calm).count() == 32
+    assert not alarms("tables.bankerturn") and not alarms("tables.tablesession")
+    # the attacked one: refusals from the change on, naming the shoe
+    refusals = [r for r in results[attacked.pk] if r != "ok"]
+    assert refusals and set(refusals) == {"tables.shoe"}
+    assert Coup.objects.filter(shoe=attacked).count() == results[attacked.pk].count("ok")
+    assert {f.ident.rsplit(":", 1)[0] for f in alarms("tables.shoe")} == {
+        f"x:tables.shoe:{attacked.pk}"}
+    check = trail_verify(anchors=False)
+    assert [p for p in check.problems if "shoe" in p] and all(
+        f"shoe {attacked.pk}" in p for p in check.problems), check.problems
+    # the money: the coups dealt from the changed shoe re-settle to other
+    # card counts (burned); nothing of the calm table differs
+    money = ledger_verify()
+    assert {d.shoe_id for d in money.differences} <= {attacked.pk, None}
+    assert {d.session_id for d in money.differences} == {attacked.session_id}
