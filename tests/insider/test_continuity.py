@@ -444,9 +444,8 @@ def test_every_column_a_coup_rests_on_changed_by_hand_refuses_the_next_coup(
     tablet: refused (409 naming the record), nothing written, the alarm
     raised; verify_trail names the row."""
     from django.contrib.auth.models import Group, User
-    from rest_framework.test import APIClient
-
     from django.core.cache import cache
+    from rest_framework.test import APIClient
 
     from casino.models import ApiToken
     from casino.roles import _roles_key
@@ -568,7 +567,8 @@ def test_eight_writers_on_one_shoe_and_an_attack_among_them(transactional_db):
     # the attacked one: refusals from the change on, naming the shoe
     refusals = [r for r in results[attacked.pk] if r != "ok"]
     assert refusals and set(refusals) == {"tables.shoe"}
-    assert Coup.objects.filter(shoe=attacked).count() == results[attacked.pk].count("ok")
+    recorded = results[attacked.pk].count("ok")
+    assert Coup.objects.filter(shoe=attacked).count() == recorded
     assert {f.ident.rsplit(":", 1)[0] for f in alarms("tables.shoe")} == {
         f"x:tables.shoe:{attacked.pk}"}
     check = trail_verify(anchors=False)
