@@ -29,9 +29,13 @@ demo: migrate
 run: demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-## Run the whole test suite.
+## Run the whole test suite, in parallel: TEST_WORKERS processes (pytest-xdist;
+## each its own test database and Redis database), a file's tests in one
+## (tests/replica starts its pair of clusters once; xdist's loadgroup does not
+## group under pytest 9).
+TEST_WORKERS ?= auto
 test: $(VENV)/.installed-dev
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .

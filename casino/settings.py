@@ -340,6 +340,18 @@ if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
         f"got {REDIS_URL!r}"
     )
 
+# The test suite runs in parallel (pytest-xdist, `make test`): each worker
+# process has its own test database, and here its own Redis database next to
+# REDIS_URL's (gw0 the one after it, gw1 the next...), so that one worker's
+# cache entries, locks and Celery queue are never another's.
+_TEST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if REDIS_URL and _TEST_WORKER.startswith("gw"):
+    from urllib.parse import urlsplit, urlunsplit
+
+    _parts = urlsplit(REDIS_URL)
+    _db = int(_parts.path.strip("/") or 0) + 1 + int(_TEST_WORKER[2:])
+    REDIS_URL = urlunsplit(_parts._replace(path=f"/{_db}"))
+
 # Celery: with Redis, a real broker; without it, tasks run in-process (embedded).
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"

@@ -55,7 +55,11 @@ def _service_markers(request):
 # UPDATE an append-only row or touch a trigger, so every test proves the app
 # works with only those privileges. The test database itself is created and
 # migrated by DATABASE_URL's user (the owner).
-APP_ROLE = "casino_app_test"
+# One role per worker when the suite runs in parallel (roles are the
+# cluster's, databases the worker's own).
+APP_ROLE = "casino_app_test" + (
+    f"_{os.environ['PYTEST_XDIST_WORKER']}"
+    if os.environ.get("PYTEST_XDIST_WORKER") else "")
 
 
 def _as_app_role(sender, connection, **kwargs):

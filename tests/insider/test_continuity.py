@@ -19,7 +19,7 @@ from django.utils import timezone
 from casino.errors import RecordChanged
 from casino.trail import trail_verify
 from tables import services
-from tests.conftest import make_user
+from tests.conftest import APP_ROLE, make_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.tampers, pytest.mark.django_db]
 
@@ -30,7 +30,7 @@ def sql(statement: str, params=()):
     """Plain SQL with the app's own credentials (the connection's role)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_user")
-        assert cursor.fetchone()[0] == "casino_app_test"
+        assert cursor.fetchone()[0] == APP_ROLE
         cursor.execute(statement, params)
 
 

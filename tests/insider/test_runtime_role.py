@@ -49,13 +49,16 @@ ATTACKS = [
     ("UPDATE casino_changelog SET hash = ''", "permission denied"),
     ("CREATE TABLE casino_shadow (id int)", "permission denied"),
     ("SET session_replication_role = replica", "permission denied"),
-    ("ALTER ROLE " + APP_ROLE + " SUPERUSER", "permission denied|must be superuser"),
+    # {role}: the runtime role's name (the worker's own in a parallel run)
+    ("ALTER ROLE {role} SUPERUSER", "permission denied|must be superuser"),
 ]
 
 
 @pytest.mark.parametrize("sql,refusal", ATTACKS, ids=[a[0][:48] for a in ATTACKS])
 def test_the_runtime_role_cannot(sql, refusal, shoe, turn, croupier):
     from decimal import Decimal
+
+    sql = sql.replace("{role}", APP_ROLE)
 
     from tables import services
 
@@ -135,11 +138,11 @@ def test_db_roles_is_idempotent_and_refuses_an_owner(db):
         call_command("db_roles", app_role=APP_ROLE, stdout=out)
         assert "casino_changelog: SELECT, INSERT\n" in out.getvalue()
         assert "tables_bankerturn: SELECT, INSERT, UPDATE\n" in out.getvalue()
-        owner.execute("CREATE ROLE casino_owner_test")
+        owner.execute(f"CREATE ROLE {APP_ROLE}_owner")
         owner.execute("CREATE TABLE owned_by_role (id int)")
-        owner.execute("ALTER TABLE owned_by_role OWNER TO casino_owner_test")
+        owner.execute(f"ALTER TABLE owned_by_role OWNER TO {APP_ROLE}_owner")
         with pytest.raises(CommandError, match="owns owned_by_role"):
-            call_command("db_roles", app_role="casino_owner_test", stdout=out)
+            call_command("db_roles", app_role=f"{APP_ROLE}_owner", stdout=out)
 
 
 def test_the_app_itself_runs_as_the_runtime_role(db):

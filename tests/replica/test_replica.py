@@ -25,6 +25,8 @@ from django.urls import reverse
 
 from casino import replica
 
+# One worker runs this file when the suite runs in parallel (`make test`
+# hands out whole files): the pair of clusters starts once, on its own ports.
 pytestmark = pytest.mark.postgres
 
 DAY1 = date(2025, 6, 2)

@@ -191,7 +191,9 @@ def start_worker(transactional_db, settings, tmp_path):
         log = tmp_path / f"worker-{n}.log"
         name = f"reports-test-{os.getpid()}-{n}@%h"
         full_env = {
-            **os.environ,
+            # not PYTEST_XDIST_WORKER: the worker takes REDIS_URL as given (the
+            # test worker's own Redis database), not shifted again by settings
+            **{k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"},
             "DATABASE_URL": _database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "CELERY_TASK_ALWAYS_EAGER": "0",
