@@ -138,6 +138,15 @@ class Flag(models.Model):
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
 
+    @property
+    def to_review(self) -> bool:
+        """Resolved by a correction, to review: the record no longer shows
+        it, yet the flag stays open until a pit boss other than the one whose
+        correction made it disappear confirms or dismisses it (four eyes).
+        (A finding, variance or shoe count the record still shows is live; a
+        flag of another kind is always live.)"""
+        return self.is_open and not self.live
+
 
 class FlagEvent(AppendOnlyModel):
     """One step in a flag's history: raised, confirmed, dismissed, corrected,

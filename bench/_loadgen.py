@@ -106,6 +106,7 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
 
     rng, report = random.Random(seed), SimulationReport()
     session, shoe, seat, fails = table["session"], table["shoe"], 1, 0
+    staying = None  # the stakes a tie left on the table
     cards = [c for c in ALL_CODES for _ in range(6)]
     rng.shuffle(cards)
     for k in range(MAX_REQUESTS_PER_CLIENT):
@@ -135,6 +136,8 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
             {"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
             for s in rng.sample(others, k=rng.randint(1, 3))
         ]
+        # house rule tie_rule "stay": a tie's stakes stay for the next coup
+        stakes = staying or stakes
         t0 = time.perf_counter()
         status, body = await conn.post(
             f"/api/v1/shoes/{shoe}/coups/",
@@ -152,9 +155,14 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
             continue
         fails = 0
         tally.done_201 += 1
+        answer = json.loads(body)
+        staying = None
+        if answer["outcome"] == "tie":
+            staying = [{"seat": s["seat"], "amount": s["amount"]}
+                       for s in answer["stakes"] if s["covered"] != "0.00"] or None
         if t0 >= start and t1 <= stop:
             tally.latencies.append(t1 - t0)
-        nxt = json.loads(body)["next_banker_seat"]
+        nxt = answer["next_banker_seat"]
         if nxt is not None:  # the bank was lost: the next seat opens a turn
             seat = nxt
             status, _ = await _aux(

@@ -363,6 +363,12 @@ class BankerTurn(models.Model):
     commission_total = models.DecimalField(**MONEY, default=Decimal("0"))
     # The punter who went banco and lost the last coup may announce "suivi".
     suivi_seat = models.PositiveSmallIntegerField(null=True, blank=True)
+    # House rule tie_rule "stay": after a tie, the covered stakes that stay on
+    # the table for the turn's next coup, [[seat, standing, "amount"], ...]
+    # (seat None for a standing player); each may be raised, not taken back,
+    # and coup_record refuses the next coup otherwise. None: nothing staying.
+    # At its default it stays out of the row's trail digest.
+    tied_stakes = models.JSONField(null=True, blank=True, default=None)
     closed_at = models.DateTimeField(null=True, blank=True)
     end = models.CharField(max_length=20, choices=End.choices, blank=True)
     closing_amount = models.DecimalField(**MONEY, null=True, blank=True)

@@ -141,7 +141,8 @@ def _new_bank(rng: random.Random, table: Table) -> Decimal:
 
 
 def _settle(table: Table, tableau, turn: _Bank, punter, banker, stakes):
-    """The coup's settlement by the pure engine, to play on from."""
+    """The coup's coverage and settlement by the pure engine, to play on
+    from."""
     rules = table.rules
     verdict = chemmy.evaluate(punter, banker, tableau=tableau)
     coverage = chemmy.cover_stakes(
@@ -159,7 +160,24 @@ def _settle(table: Table, tableau, turn: _Bank, punter, banker, stakes):
         minimum_banco=rules.minimum_banco,
         **rules.cover_args(),
     )
-    return chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
+    return coverage, chemmy.settle(verdict.outcome, coverage, **rules.settle_args())
+
+
+def _staying(table: Table, coverage, settlement, table_no: int) -> list | None:
+    """House rule tie_rule "stay": after a tie the covered stakes stay on the
+    table for the next coup (coup_record refuses a coup without them)."""
+    if settlement.outcome != chemmy.Outcome.TIE or table.rules.tie_rule != "stay":
+        return None
+    # as they were placed (at least what was covered, never below the minimum)
+    return [
+        services.StakeInput(
+            amount=c.stake.amount, seat=c.stake.seat, standing=c.stake.standing,
+            player_card=player_card(table_no, c.stake.seat)
+            if c.stake.seat is not None else "",
+        )
+        for c in coverage.stakes
+        if c.covered > 0
+    ] or None
 
 
 @dataclass(frozen=True)
@@ -252,8 +270,19 @@ def shoe_events(
     plan = plan or ShoePlan()
     n = plan.table_no
     events: list[services.ShoeEvent] = []
+    staying = None  # the stakes a tie left on the table
     if last is not None and last.is_open:
         turn = _Bank(last.seat, last.bank)
+        if last.tied_stakes:  # the last shoe ended on a tie
+            unit = table.rules.minimum_banco / 10  # a covered part may be less
+            staying = [
+                services.StakeInput(
+                    amount=max(Decimal(amount), unit), seat=seat,
+                    standing=standing or None,
+                    player_card=player_card(n, seat) if seat is not None else "",
+                )
+                for seat, standing, amount in last.tied_stakes
+            ]
     else:
         seat = services.next_seat(last.seat, table.seats) if last else 1
         turn = _open(events, seat, _new_bank(rng, table), n)
@@ -267,9 +296,12 @@ def shoe_events(
 
         punter, banker, fds = deal_biased(rng, cards, deal, tableau, bias)
         report.false_draws_injected += fds
-        stakes = _stakes(rng, table, turn, n)
+        stakes = _stakes(rng, table, turn, n)  # drawn either way: same sequence
+        if staying:
+            stakes = staying
         events.append(services.CoupEvent(punter, banker, stakes))
-        settlement = _settle(table, tableau, turn, punter, banker, stakes)
+        coverage, settlement = _settle(table, tableau, turn, punter, banker, stakes)
+        staying = _staying(table, coverage, settlement, n)
         turn.bank = settlement.bank_after
         if settlement.turn_ends:  # bank lost: the next seat opens
             seat = services.next_seat(turn.seat, table.seats)

@@ -19,15 +19,17 @@ from tables.services import ledger_pg
 pytestmark = pytest.mark.postgres
 
 D = Decimal
-# A game: banker wins, a tie, a false draw (banker 3 against a punter's 8 must
-# stand), a declared bank that does not match, a standing player, then the
+# A game: banker wins, a tie (its stake stays for the next coup), a false
+# draw (banker 3 against a punter's 8 must stand), a declared bank that does
+# not match, a standing player, then the
 # punter wins and the bank is lost (the turn closes, the response names the
 # next banker).
 GAME = [
     (["2H", "3D"], ["8C", "TS"], [("300", 2, None)], None),
     (["4H", "3D"], ["7C", "KS"], [("200", 3, None)], None),
-    (["2H", "3D", "8S"], ["2C", "AS", "5D"], [("100", 4, None), ("50", None, "Mme R.")],
-     None),
+    # the tie's stake stays on the table (house rule tie_rule "stay")
+    (["2H", "3D", "8S"], ["2C", "AS", "5D"],
+     [("200", 3, None), ("100", 4, None), ("50", None, "Mme R.")], None),
     (["2H", "3D"], ["8C", "TS"], [("100", 5, None)], D("999.00")),
     (["9H", "KD"], ["5C", "2S"], [("400", 2, None)], None),
 ]
@@ -225,7 +227,7 @@ def test_the_prepared_lock_survives_rollbacks_and_reconnects(manager, croupier):
         coup(seat=1)  # seat 1 holds the bank: refused after the lock
     assert coup(seat=2).created  # still prepared: used, not re-prepared
     connection.close()  # a new session prepares it again
-    assert coup(seat=3).created
+    assert coup(seat=2).created  # a tie again: its stake stayed on the table
     assert list(Coup.objects.filter(shoe=shoe).values_list("seq", flat=True)) == [1, 2]
 
 

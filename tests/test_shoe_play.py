@@ -44,8 +44,8 @@ NIGHT = [
     TurnOpen(seat=1, bank=D("1000")),
     coup(BANKER_WINS, stake("1000", 3, "banco_solo")),  # bank 1950, suivi seat 3
     coup(TIE, stake("1950", 3, "suivi"), stake("1950", 2, "banco_solo")),
-    coup(FALSE_DRAW, stake("100", 2)),  # bank 195, garage 1850
-    coup(BANKER_WINS, stake("100", 4), declared_bank=D("999")),
+    coup(FALSE_DRAW, stake("1950", 3)),  # the tie's stake stays: bank 3802.50
+    coup(BANKER_WINS, stake("100", 4), declared_bank=D("999")),  # bank 195
     TurnPass(),
     TurnOpen(seat=2, bank=D("195.00")),  # takes the passed bank
     coup(PUNTER_WINS, stake("100", 5)),  # lost: the turn closes
@@ -171,8 +171,8 @@ def test_one_call_writes_the_ledger_of_one_call_per_event(
         assert {f[0] for c in a["coups"] for f in c[3]} == {
             "false_draw", "bank_mismatch"
         }
-        # passed with bank 195 and garage 1850 + 95
-        assert a["turns"][0][10] == D("2140.00")
+        # passed with bank 195 and garage 3702.50
+        assert a["turns"][0][10] == D("3897.50")
     for turn in BankerTurn.objects.all():
         check = turn_ledger_verify(turn)
         assert check.ok, check.problems
@@ -205,8 +205,10 @@ def test_a_batch_goes_on_from_the_open_turn_and_existing_cells(
         shoe_id=shoe.pk,
         user=croupier,
         events=[
-            coup(TIE, stake("195", 4, "banco_solo"), declared_bank=D("195.00")),
             coup(BANKER_WINS, stake("100", 2)),
+            # passed on a tie: its stake stays for the turn's next coup, not
+            # for the next banker's
+            coup(TIE, stake("195", 4, "banco_solo"), declared_bank=D("195.00")),
             TurnPass(),
             TurnOpen(seat=2, bank=D("195.00")),
             coup(FALSE_DRAW, stake("100", 5)),
@@ -214,7 +216,7 @@ def test_a_batch_goes_on_from_the_open_turn_and_existing_cells(
         ],
     )
     assert [c.seq for c in played.coups] == [2, 3, 4, 5]
-    assert played.coups[0].finding_count == 0  # the declared bank was right
+    assert played.coups[1].finding_count == 0  # the declared bank was right
     turn.refresh_from_db()
     assert (turn.end, turn.coups, turn.closing_amount) == ("passed", 3, D("1190.00"))
     new = BankerTurn.objects.get(number=2)

@@ -30,14 +30,19 @@ class FlagSerializer(serializers.ModelSerializer):
     croupier = serializers.StringRelatedField()
     decided_by = serializers.StringRelatedField()
     revision = serializers.IntegerField(source="coup.revision", default=None)
+    to_review = serializers.BooleanField(
+        read_only=True,
+        help_text="Resolved by a correction, to review: the record no longer "
+        "shows it, yet it stays open until a pit boss other than the corrector "
+        "confirms or dismisses it (four eyes).")
 
     class Meta:
         model = Flag
         fields = [
             "id", "kind", "kind_label", "code", "severity", "side", "message",
-            "status", "live", "table", "table_name", "session", "gaming_day",
-            "shoe", "seq", "coup", "revision", "count", "croupier", "raised_at",
-            "decided_at", "decided_by",
+            "status", "to_review", "live", "table", "table_name", "session",
+            "gaming_day", "shoe", "seq", "coup", "revision", "count", "croupier",
+            "raised_at", "decided_at", "decided_by",
         ]
 
 

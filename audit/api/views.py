@@ -151,7 +151,8 @@ class FlagDismissView(APIView):
     @extend_schema(request=s.DismissSerializer,
                    responses={200: s.FlagSerializer, **CONFLICT},
                    summary="Dismiss: not a real event; with the correction when the "
-                   "record is wrong")
+                   "record is wrong (four eyes: the flag then stays open, "
+                   "resolved by the correction, to review by another pit boss)")
     def post(self, request, pk: int):
         flag = get_object_or_404(Flag, pk=pk)
         data = s.DismissSerializer(data=request.data)

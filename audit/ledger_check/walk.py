@@ -16,7 +16,7 @@ from tables import chemmy
 from tables.models import BankerTurn, Coup, HouseRules, Shoe, Stake, TableSession
 from tables.rollups import OUTCOME_FIELD, current_coups, levy_expectation_of
 from tables.services import gaming_day_for, next_seat
-from tables.services.ledger import BANCO
+from tables.services.ledger import BANCO, tied_after
 
 from ..models import CagnotteCount
 from .differences import dict_diff, diff, ranges
@@ -48,6 +48,7 @@ class _TurnRun:
     commission: Decimal = ZERO
     last_outcome: str | None = None
     suivi: int | None = None
+    tied: list | None = None  # what stays on the table after a tie
 
 
 @dataclass
@@ -63,6 +64,7 @@ class _Settled:
     stakes: list[tuple]  # (position, covered, declined, payout) per stake
     findings: list[chemmy.Finding]
     suivi: int | None
+    tied: list | None = None  # BankerTurn.tied_stakes after it
 
 
 class SessionWalk:
@@ -152,6 +154,7 @@ class SessionWalk:
             state.commission += values["commission"]
             state.last_outcome = values["outcome"]
             state.suivi = settled.suivi if settled is not None else None
+            state.tied = settled.tied if settled is not None else None
         self.stored_commission += coup.commission
         self.commission += values["commission"]
         if self.run_.in_range(coup.gaming_day):
@@ -252,6 +255,7 @@ class SessionWalk:
             else:
                 expected["closing_amount"] = None
                 expected["suivi_seat"] = st.suivi
+                expected["tied_stakes"] = st.tied
             for name, value in expected.items():
                 if getattr(turn, name) != value:
                     add(name, getattr(turn, name), value)
@@ -365,7 +369,9 @@ def _resettle(coup: Coup, stakes: list[Stake], *, rules: HouseRules,
         values,
         [(c.index, c.covered, c.declined, payout)
          for c, payout in zip(coverage.stakes, settlement.payouts, strict=True)],
-        findings, suivi)
+        findings, suivi,
+        tied_after(settlement.outcome, coverage)
+        if rules.tie_rule == HouseRules.Tie.STAY else None)
 
 
 # "999" and "999.00": a finding's text keeps an amount as the request gave

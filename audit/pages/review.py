@@ -192,7 +192,9 @@ def _apply(request, coup, flag, ctx, kwargs, form, digest):
         services.flag_dismiss(flag=flag, user=request.user, reason=reason,
                               device=device,
                               correction={**kwargs, "plan_digest": digest})
-        messages.success(request, f"Coup corrected; flag {flag.pk} dismissed.")
+        # Four eyes: his correction closes nothing by itself.
+        messages.success(request, f"Coup corrected; flag {flag.pk} is resolved by "
+                         "the correction, to review by another pit boss.")
         return redirect("floor:flag", flag.pk)
     result = services.coup_correct_reviewed(
         coup=coup, user=request.user, reason=reason, plan_digest=digest,

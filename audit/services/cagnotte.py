@@ -97,8 +97,12 @@ def cagnotte_count(*, session: TableSession, counted, user, reason: str = "",
     return count
 
 
-def _variance_flag(session, count, counted, computed, *, user, why: str) -> None:
-    """Raise, update or resolve the session's one cagnotte flag."""
+def _variance_flag(session, count, counted, computed, *, user, why: str,
+                   correction: bool = False) -> None:
+    """Raise, update or resolve the session's one cagnotte flag. A matching
+    recount resolves it; a `correction` that makes the box match closes
+    nothing by itself (four eyes): the flag stays open, resolved by a
+    correction, to review by another pit boss."""
     finding = chemmy.cagnotte_variance_finding(counted=counted, computed=computed)
     flag = (Flag.objects.select_for_update()
             .filter(ident=f"c:{session.pk}").first())
@@ -107,13 +111,16 @@ def _variance_flag(session, count, counted, computed, *, user, why: str) -> None
         if flag is not None and flag.live:
             flag.live = False
             fields = ["live"]
-            if flag.is_open:
+            detail = {"computed": str(computed)}
+            if flag.is_open and correction:
+                detail["to_review"] = True
+            elif flag.is_open:
                 flag.status, flag.decided_at, flag.decided_by = (
                     Flag.Status.RESOLVED, now, user)
                 fields += ["status", "decided_at", "decided_by"]
             flag.save(update_fields=fields)
             FlagEvent.objects.create(flag=flag, at=now, user=user, action="resolved",
-                                     reason=why, detail={"computed": str(computed)})
+                                     reason=why, detail=detail)
         return
     detail = {"counted": str(counted), "computed": str(computed),
               "difference": str(counted - computed)}
@@ -150,7 +157,7 @@ def cagnotte_recheck(*, session: TableSession, after) -> None:
     _variance_flag(session, count, count.counted, computed,
                    user=after.revision.corrected_by,
                    why=f"after correction of coup {target.seq} of shoe "
-                   f"{target.shoe.number}")
+                   f"{target.shoe.number}", correction=True)
 
 
 def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié exact",

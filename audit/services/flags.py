@@ -6,16 +6,21 @@ time, by the writer audit registers with tables (flag_raise.py). `flags_sync`
 brings the flags up to date with the findings of the current coup revisions:
 it raises a flag for a finding that has none (a coup recorded before flags
 were raised with it, a correction's new revision), moves a flag
-to the new revision of its coup after a correction, and resolves one whose
-finding the corrected record no longer shows. It is idempotent, runs inside
+to the new revision of its coup after a correction, and marks one whose
+finding the corrected record no longer shows "resolved by a correction, to
+review": a "resolved" step with `to_review`, which closes nothing (four eyes:
+the flag stays open until a pit boss other than the corrector confirms or
+dismisses it; a shoe's count that a correction makes add up, and a cagnotte
+variance it makes disappear, go the same way). It is idempotent, runs inside
 every correction, and before the queue or the floor is read (at most every
 FLAGS_PAGE_SYNC_SECONDS per web process: it reads every live flag), so a
 flag is never missing from the queue for longer than that.
 
 Decisions (each with a reason, each a FlagEvent and a change-log row):
 confirm (the event happened; the house rule's sanction is recorded), dismiss
-(not a real event: only once the record no longer shows it, i.e. with or
-after a correction, or a matching recount), correct (a new revision of the
+(not a real event: only once the record no longer shows it, i.e. after a
+correction, or a matching recount; a shoe_count flag only once the shoe's
+dealt, burned and counted cards add up), correct (a new revision of the
 coup). Four eyes: nobody decides on a flag that his own work raised or
 shaped — his entry (the croupier), his count, his correction or the re-settle
 it wrote (`decision_barred` names them all; the services, the API and the
@@ -31,19 +36,18 @@ flag (`croupier`) and on the coup (`entered_by`), whoever raised it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from decimal import Decimal
 from time import monotonic
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from casino.changelog import log_action
-from casino.continuity import alarm, guard
+from casino.continuity import alarm, guard, seal_check
 from tables.errors import Conflict, Forbidden, Invalid, RecordChanged
-from tables.models import Coup, Finding, HouseRules
+from tables.models import Coup, Finding, HouseRules, Shoe
 from tables.services import CorrectionResult, StakeInput, coup_correct
 
 from ..models import Flag, FlagEvent
@@ -53,6 +57,7 @@ from .integrity import flag_state_check
 SYNC_LOCK_KEY = 0x464C47  # "FLG"
 SANCTIONED = {"false_draw", "draw_after_natural"}
 STRUCTURE_CODE = "turn_structure"
+SHOE_COUNT = "shoe_count"
 # History steps whose user raised the flag or put it where it stands now.
 RAISING = ("raised", "raised_again", "moved")
 FOUR_EYES = ("four eyes: this flag was raised by your own work (your entry, "
@@ -78,9 +83,10 @@ def _newer_revision(prefix: str = ""):
 _page_synced = 0.0  # when this process last synced for a page (monotonic)
 
 
-def flags_sync(*, wait: bool = True, quiet: Iterable[int] = ()) -> int:
-    """Raise, move and resolve finding flags. Returns how many changed.
-    `quiet`: flags the caller is deciding on (no automatic "resolved").
+def flags_sync(*, wait: bool = True) -> int:
+    """Raise, move and resolve finding flags (a flag whose finding a
+    correction made disappear is "resolved by a correction, to review": it
+    stays open for another pit boss). Returns how many changed.
     `wait=False` (a page or the floor API about to read): skipped if another
     request is syncing, or if this process synced for a page less than
     settings.FLAGS_PAGE_SYNC_SECONDS ago (the scan reads every live flag;
@@ -101,7 +107,7 @@ def flags_sync(*, wait: bool = True, quiet: Iterable[int] = ()) -> int:
                                    [SYNC_LOCK_KEY])
                     if not cursor.fetchone()[0]:
                         return 0  # another request is syncing right now
-        return _follow_revisions(set(quiet)) + _raise_new()
+        return _follow_revisions() + _raise_new()
 
 
 def _tampered(flag: Flag) -> bool:
@@ -121,7 +127,7 @@ def _current(shoe_id: int, seq: int) -> Coup:
             .prefetch_related("findings").order_by("-revision").first())
 
 
-def _follow_revisions(quiet: set[int]) -> int:
+def _follow_revisions() -> int:
     newer = Coup.objects.filter(
         shoe=OuterRef("shoe"), seq=OuterRef("seq"),
         revision__gt=OuterRef("coup__revision"),
@@ -132,7 +138,6 @@ def _follow_revisions(quiet: set[int]) -> int:
         .filter(Exists(newer))
     )
     n = 0
-    now = timezone.now()
     for flag in stale:
         if _tampered(flag):
             continue
@@ -148,14 +153,13 @@ def _follow_revisions(quiet: set[int]) -> int:
                    revision=cur.revision)
         else:
             flag.live = False
-            fields = ["coup", "live"]
-            if flag.is_open and flag.pk not in quiet:
-                flag.status, flag.decided_at = Flag.Status.RESOLVED, now
-                flag.decided_by = cur.corrected_by
-                fields += ["status", "decided_at", "decided_by"]
+            flag.save(update_fields=["coup", "live"])
+            if flag.is_open:
+                # Four eyes: the correction closes nothing by itself; the
+                # flag stays open, to review by another pit boss.
                 _event(flag, "resolved", user=cur.corrected_by, coup=cur,
-                       reason=cur.correction_reason, revision=cur.revision)
-            flag.save(update_fields=fields)
+                       reason=cur.correction_reason, revision=cur.revision,
+                       to_review=True)
         n += 1
     return n
 
@@ -230,13 +234,15 @@ def decision_barred(flag: Flag) -> set[int]:
     """Who may not confirm or dismiss this flag (four eyes): whoever raised
     it (`author`), the croupier concerned and the one who entered its coup,
     whoever wrote the revision it stands on (a correction or a re-settle),
-    whoever raised it again or moved it onto his own revision or recount (the
-    flag's history), whoever made the count a variance flag is about, and the
-    pit boss who vouched for the coup by accepting it on its croupier's
-    behalf after a relief."""
+    whoever raised it again or moved it onto his own revision or recount, or
+    whose correction made it disappear ("resolved by a correction, to
+    review") (the flag's history), whoever made the count a variance flag is
+    about, and the pit boss who vouched for the coup by accepting it on its
+    croupier's behalf after a relief."""
     barred = {flag.author_id, flag.croupier_id}
-    barred.update(flag.events.filter(action__in=RAISING)
-                  .values_list("user_id", flat=True))
+    barred.update(flag.events.filter(
+        Q(action__in=RAISING) | Q(action="resolved", detail__to_review=True))
+        .values_list("user_id", flat=True))
     if flag.coup_id is not None:
         coup = Coup.objects.only(
             "entered_by_id", "corrected_by_id", "accepted_by_id").get(pk=flag.coup_id)
@@ -319,34 +325,97 @@ def flag_confirm(*, flag: Flag, user, reason: str,
 
 def flag_dismiss(*, flag: Flag, user, reason: str, correction: dict | None = None,
                  device: str = "") -> Flag:
-    """Not a real event. If the record still shows it, the record is wrong:
-    the dismissal carries the correction (`correction`: punter, banker,
-    stakes, declared_bank, plan_digest), applied in the same transaction."""
+    """Not a real event: only once the record no longer shows it. If the
+    record still shows it, the record is wrong: the dismissal carries the
+    correction (`correction`: punter, banker, stakes, declared_bank,
+    plan_digest), applied in the same transaction — and then, four eyes, the
+    correction closes nothing by itself: the flag is left open, "resolved by
+    a correction, to review", for a pit boss other than this one."""
     reason = _reason(reason)
     with guard(user=user, device=device):
         flag = _lock_open(flag, user)
-        detail = {}
         if correction is not None:
             if flag.coup is None:
                 raise Invalid("correction", "this flag is not about a coup")
-            result = coup_correct_reviewed(
-                coup=flag.coup, user=user, reason=reason, device=device,
-                quiet=[flag.pk], **correction)
-            detail["revision"] = result.revision.revision
+            coup_correct_reviewed(coup=flag.coup, user=user, reason=reason,
+                                  device=device, **correction)
             flag.refresh_from_db()
-        if flag.kind == Flag.Kind.FINDING and flag.live:
-            raise Conflict("correction", "the record still shows this finding: "
-                           "correct the coup (the record is wrong) or confirm it")
-        if flag.kind == Flag.Kind.CAGNOTTE and flag.live:
-            raise Conflict("counted", "the count still differs from the commission: "
-                           "recount the cagnotte or confirm the variance")
-        return _decide(flag, Flag.Status.DISMISSED, user, reason, device, **detail)
+            if flag.kind == Flag.Kind.FINDING and flag.live:
+                raise Conflict("correction", "the record still shows this finding: "
+                               "correct the coup (the record is wrong) or confirm it")
+            return flag  # resolved by his correction: another pit boss reviews it
+        _still_shown(flag)
+        return _decide(flag, Flag.Status.DISMISSED, user, reason, device)
+
+
+def _still_shown(flag: Flag) -> None:
+    """A dismissal says the record no longer shows what the flag is about:
+    refused (naming why) while it still does."""
+    if flag.kind == Flag.Kind.FINDING and flag.live:
+        raise Conflict("correction", "the record still shows this finding: "
+                       "correct the coup (the record is wrong) or confirm it")
+    if flag.kind == Flag.Kind.CAGNOTTE and flag.live:
+        raise Conflict("counted", "the count still differs from the commission: "
+                       "recount the cagnotte or confirm the variance")
+    if flag.kind == Flag.Kind.SHOE and flag.code == SHOE_COUNT:
+        difference, expected = _shoe_count_difference(flag.shoe_id)
+        if difference:
+            what = "more" if difference > 0 else "fewer"
+            raise Conflict(
+                "cards_left",
+                "the shoe's count still differs: dealt, burned and counted left "
+                f"make {expected + difference} of its {expected} cards "
+                f"({abs(difference)} {what}); it is dismissed only once the "
+                "record accounts for every card (correct the coup keyed wrong), "
+                "or confirm it")
+
+
+def _shoe_count_difference(shoe_id: int) -> tuple[int, int]:
+    """(dealt + burned + counted left - 52 x decks, 52 x decks) for the shoe
+    as it stands now (a correction changes what was dealt); a difference of
+    0 when it was closed uncounted."""
+    shoe = Shoe.objects.get(pk=shoe_id)
+    seal_check(shoe)
+    expected = 52 * shoe.decks
+    if shoe.left_counted is None:
+        return 0, expected
+    return shoe.dealt + shoe.burned + shoe.left_counted - expected, expected
+
+
+def _shoe_counts_recheck(result: CorrectionResult, user) -> None:
+    """After a correction that changed what a closed shoe dealt: its
+    shoe_count flag follows, as a finding's does. A count that now adds up
+    closes nothing by itself (resolved by a correction, to review); one that
+    differs again is raised again."""
+    for shoe_id in result.plan.shoes:
+        flag = (Flag.objects.select_for_update()
+                .filter(ident=f"h:{shoe_id}:{SHOE_COUNT}").first())
+        if flag is None or _tampered(flag):
+            continue
+        differs = _shoe_count_difference(shoe_id)[0] != 0
+        if differs == flag.live:
+            continue
+        target = result.plan.target
+        why = (f"after correction of coup {target.seq} of shoe "
+               f"{target.shoe.number}")
+        if not differs:
+            flag.live = False
+            flag.save(update_fields=["live"])
+            if flag.is_open:
+                _event(flag, "resolved", user=user, reason=why,
+                       coup=result.revision, to_review=True)
+            continue
+        flag.live, flag.author = True, user
+        flag.status, flag.decided_at, flag.decided_by = Flag.Status.OPEN, None, None
+        flag.save(update_fields=["live", "author", "status", "decided_at",
+                                 "decided_by"])
+        _event(flag, "raised_again", user=user, reason=why, coup=result.revision)
 
 
 def coup_correct_reviewed(
     *, coup: Coup, user, reason: str, punter, banker, stakes: list[StakeInput],
     declared_bank: Decimal | None = None, plan_digest: str | None = None,
-    device: str = "", flag: Flag | None = None, quiet: Iterable[int] = (),
+    device: str = "", flag: Flag | None = None,
 ) -> CorrectionResult:
     """A correction as the pit boss makes it: the new revision and the
     re-settlement (tables), then the flags follow in the same transaction —
@@ -358,8 +427,8 @@ def coup_correct_reviewed(
             coup=coup, user=user, reason=reason, punter=punter, banker=banker,
             stakes=stakes, declared_bank=declared_bank, plan_digest=plan_digest,
             device=device)
-        quiet = set(quiet)
-        flags_sync(quiet=quiet)
+        flags_sync()
+        _shoe_counts_recheck(result, user)
         for issue in result.plan.issues:
             _raise_structure(issue, user)
         if flag is not None:

@@ -29,6 +29,12 @@ STATUS_AFTER = {
 DECISIONS = ("confirmed", "dismissed")
 
 
+def to_review(event) -> bool:
+    """A "resolved" step that closes nothing: a correction made the finding
+    disappear, and the flag waits for a second pit boss (four eyes)."""
+    return bool(event.action == "resolved" and (event.detail or {}).get("to_review"))
+
+
 def _place(label: str, key: str) -> tuple:
     """(table, session, shoe) the record belongs to, as far as it says."""
     try:
@@ -96,6 +102,8 @@ def replay(events) -> tuple[str, int | None, FlagEvent | None]:
             status, decider, by = Flag.Status.OPEN, None, e
         elif e.action in DECISIONS:
             status, decider, by = STATUS_AFTER[e.action], e.user_id, e
+        elif to_review(e):
+            continue  # resolved by a correction, to review: still open
         elif e.action == "resolved" and status == Flag.Status.OPEN:
             status, decider, by = Flag.Status.RESOLVED, e.user_id, e
     return status, decider, by
@@ -130,7 +138,8 @@ def flags_state_problems() -> list[str]:
     problems = []
     flags = Flag.objects.order_by("pk").only("pk", "status", "decided_by_id")
     events = (FlagEvent.objects.filter(action__in=STATUS_AFTER)
-              .order_by("flag_id", "id").only("pk", "flag_id", "action", "user_id")
+              .order_by("flag_id", "id")
+              .only("pk", "flag_id", "action", "user_id", "detail")
               .iterator(chunk_size=5000))
     pending = next(events, None)
     for flag in flags.iterator(chunk_size=2000):

@@ -182,6 +182,10 @@
       bankerSeat: S.turn ? S.turn.seat : null,
       bank: S.turn ? C.toCents(S.turn.bank) : 0,
       suivi: S.turn ? S.turn.suivi_seat : null,
+      // house rule tie_rule "stay": what a tie left on the table (cents)
+      tied: S.turn && S.turn.tied_stakes ? S.turn.tied_stakes.map((t) => ({
+        seat: t.seat, standing: t.standing || null, amount: C.toCents(t.amount),
+      })) : null,
       nextBanker: S.next_banker_seat,
       waiting: 0,
     };
@@ -193,6 +197,7 @@
       v.cardsLeft -= e.body.punter.length + e.body.banker.length;
       v.bank = p.bank_after;
       v.suivi = p.suivi;
+      v.tied = p.tied || null;
       if (p.turn_ends) {
         v.turnOpen = false;
         v.nextBanker = p.next_banker_seat;
@@ -213,6 +218,14 @@
     return S.rules.maximum_bank ? C.toCents(S.rules.maximum_bank) : null;
   }
   let standingCount = 0;
+  // Opened after a tie (house rule tie_rule "stay"): its stakes are still on
+  // the table, as the server keeps them (at least what was covered).
+  if (view.tied && !view.waiting) {
+    stakes = view.tied.map((t) => ({
+      seat: t.seat, standing: t.standing, amount: t.amount, announcement: "none",
+    }));
+    standingCount = stakes.filter((t) => t.seat === null || t.seat === undefined).length;
+  }
   let cards = {};
   // What the croupier did, in order: a slot filled ("p1".."b3"), "stand" (the
   // punter stands: "Next card to banker" before his third card) or
@@ -330,6 +343,17 @@
     const min = C.toCents(S.rules.minimum_stake);
     const bank = view.bank;
     const pair = [];
+    // After a tie the stakes stay on the table: raised, never taken back.
+    for (const t of view.tied || []) {
+      const i = stakes.findIndex((s) => (t.seat !== null && t.seat !== undefined
+        ? s.seat === t.seat : s.standing === t.standing));
+      if (i < 0 || stakes[i].amount < t.amount) {
+        return {
+          index: i < 0 ? null : i,
+          text: fmt(T.refused_tie_stays, { who: stakeName(t), amount: money(t.amount) }),
+        };
+      }
+    }
     for (let i = 0; i < stakes.length; i++) {
       const s = stakes[i];
       const v = { who: stakeName(s), amount: money(s.amount), minimum: money(min) };
@@ -889,6 +913,13 @@
       S.rules.cover_rule, maximumBank());
     const st = C.settle(verdict.outcome, cov, S.rules.commission_rate,
       C.toCents(S.rules.commission_unit), S.rules.commission_rounding);
+    let tied = null;
+    if (verdict.outcome === "tie" && S.rules.tie_rule !== "returned") {
+      tied = stakes
+        .map((s, i) => ({ seat: s.seat, standing: s.standing, amount: cov.stakes[i].covered }))
+        .filter((t) => t.amount > 0);
+      if (!tied.length) tied = null;
+    }
     let suivi = null;
     if (verdict.outcome === "banker" && cov.punter_index !== null) {
       const holder = stakes[cov.punter_index];
@@ -906,6 +937,7 @@
       bank_after: st.bank_after,
       turn_ends: st.turn_ends,
       suivi: suivi,
+      tied: tied,
       next_banker_seat: st.turn_ends ? (view.bankerSeat % S.table.seats) + 1 : null,
       cards_left: view.cardsLeft - hand("p").length - hand("b").length,
       stakes: stakes.map((s, i) => ({ label: stakeName(s), payout: st.payouts[i] })),

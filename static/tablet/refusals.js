@@ -20,6 +20,9 @@
   /** [field pattern, message pattern, string key, values(match, ctx)] --
    *  first match wins, so the specific messages come before the catch-alls. */
   const RULES = [
+    // house rule tie_rule "stay": a tie's stake taken back (or lowered)
+    [/^stakes(\[\d+\]\.amount)?$/, /^(.+?)'s stake of (\S+) stays on the table after the tie/,
+      "refused_tie_stays", (m, x) => ({ who: x.player(m[1]), amount: x.amount(m[2]) })],
     [/^stakes\[\d+\]\.amount$/, /^(\S+) is below the minimum stake (\S+)/, "refused_below_minimum",
       (m, x) => ({ who: x.who, amount: x.amount(m[1]), minimum: x.amount(m[2]) })],
     [/^stakes\[\d+\]\.amount$/, /^(\w+) takes the whole bank \((\S+)\)/, "refused_whole_bank",
@@ -107,6 +110,13 @@
       return ctx.seatName(stake);
     }
 
+    /** "seat 3" or a standing player's name, as the server says it, in the
+     *  croupier's words. */
+    function player(text) {
+      const m = /^seat (\d+)$/.exec(text);
+      return ctx.seatName(m ? { seat: Number(m[1]) } : { seat: null, standing: text });
+    }
+
     /** The refusal in words: {key, text} (key: the strings table's). */
     function words(status, data, body) {
       data = data && typeof data === "object" ? data : {};
@@ -117,7 +127,8 @@
           if (!fieldRe.test(field)) continue;
           const m = messageRe ? messageRe.exec(message) : [message];
           if (!m) continue;
-          const x = { who: who(field, body), amount: amount, announcement: announcement };
+          const x = { who: who(field, body), amount: amount, announcement: announcement,
+            player: player };
           return { key: key, text: fmt(T[key], values(m, x)) };
         }
       }

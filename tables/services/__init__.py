@@ -20,6 +20,7 @@ from .floor import (
     shoe_open,
     table_create,
 )
+from .ledger import tied_after
 from .play import CoupEvent, PlayResult, ShoeEvent, TurnOpen, TurnPass, shoe_play
 from .turns import banker_turn_open, banker_turn_pass, passed_bank_offer
 
@@ -52,4 +53,5 @@ __all__ = [
     "shoe_open",
     "shoe_play",
     "table_create",
+    "tied_after",
 ]

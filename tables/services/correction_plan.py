@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from .. import chemmy
-from ..models import BankerTurn, Coup, Stake
+from ..models import BankerTurn, Coup, HouseRules, Stake
 from .coups import BANCO
 
 MONEY_FIELDS = ("bank_before", "covered", "garage", "commission", "bank_after")
@@ -164,6 +164,26 @@ def _recorded_stakes(coup: Coup) -> list[chemmy.StakeIn]:
                        announcement=chemmy.Announcement(s.announcement))
         for s in coup.stakes.all()
     ]
+
+
+def _tied_after(coup: Coup | None, values: dict | None = None) -> list | None:
+    """BankerTurn.tied_stakes after `coup` (ledger.tied_after): its covered
+    stakes when it is a tie played under house rule tie_rule "stay"."""
+    if coup is None or coup.rules.tie_rule != HouseRules.Tie.STAY:
+        return None
+    outcome = values["outcome"] if values else coup.outcome
+    if outcome != "tie":
+        return None
+    if values:
+        stakes = values["_stakes"]
+    else:
+        stakes = [_stake_dict(s) for s in coup.stakes.all()]
+    tied = [
+        [s["seat"], s["standing"] or "", f"{Decimal(s['covered']):.2f}"]
+        for s in stakes
+        if Decimal(s["covered"]) > 0
+    ]
+    return tied or None
 
 
 def _suivi_after(coup: Coup | None, values: dict | None = None) -> int | None:

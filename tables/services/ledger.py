@@ -195,6 +195,8 @@ class TurnState:
     commission_total: Decimal
     suivi_seat: int | None
     lost: bool = False
+    # BankerTurn.tied_stakes: what stays on the table after a tie
+    tied: list | None = None
 
     @classmethod
     def of(cls, turn: BankerTurn) -> TurnState:
@@ -208,6 +210,8 @@ class TurnState:
             Decimal(turn.garage_total).quantize(CENT),
             Decimal(turn.commission_total).quantize(CENT),
             turn.suivi_seat,
+            False,
+            turn.tied_stakes,
         )
 
     def apply(self, now: datetime) -> None:
@@ -218,6 +222,7 @@ class TurnState:
         turn.garage_total = self.garage_total
         turn.commission_total = self.commission_total
         turn.suivi_seat = self.suivi_seat
+        turn.tied_stakes = self.tied
         if self.lost:
             turn_closing(turn, BankerTurn.End.LOST, now)
 
@@ -256,6 +261,8 @@ def coup_prepare(
         raise ShoeHeld(shoe.held_seq)
     if shoe.cards_left < len(cards):
         raise Conflict("shoe", f"only {shoe.cards_left} cards are left in this shoe")
+    if turn.tied:
+        tied_stakes_check(turn.tied, inp.stakes)
     rules, table, tableau = ctx.rules, ctx.table, ctx.tableau
     verdict = chemmy.evaluate(inp.punter, inp.banker, tableau=tableau)
     coverage = chemmy.cover_stakes(
@@ -370,7 +377,8 @@ def coup_prepare(
         finding_rows,
         codes,
         shoe.after(cards, coup.seq if held else None),
-        _turn_after(turn, coverage, settlement),
+        _turn_after(turn, coverage, settlement,
+                    rules.tie_rule == HouseRules.Tie.STAY),
         log_new,
     )
 
@@ -408,7 +416,52 @@ def _check_ledger_room(turn: TurnState, settlement) -> None:
             )
 
 
-def _turn_after(turn: TurnState, coverage, settlement) -> TurnState:
+def tied_after(outcome, coverage) -> list | None:
+    """What stays on the table after a coup, house rule tie_rule "stay":
+    after a tie, each covered stake ([seat, standing, "amount"], the covered
+    part: a declined part was never on the table); None otherwise."""
+    if outcome != chemmy.Outcome.TIE:
+        return None
+    tied = [
+        [c.stake.seat, c.stake.standing or "", f"{c.covered:.2f}"]
+        for c in coverage.stakes
+        if c.covered > 0
+    ]
+    return tied or None
+
+
+def _player(seat, standing) -> str:
+    return f"seat {seat}" if seat is not None else standing
+
+
+def tied_stakes_check(tied: Sequence, stakes: Sequence[chemmy.StakeIn]) -> None:
+    """House rule tie_rule "stay" (docs/rules.md): the coup after a tie
+    carries each tied stake, raised or as it was, never taken back. Refused
+    (400) naming the seat (or the standing player) otherwise."""
+    where = {(s.seat, s.standing or ""): i for i, s in enumerate(stakes)}
+    for seat, standing, amount in tied:
+        who = _player(seat, standing)
+        i = where.get((seat, standing or ""))
+        stays = (
+            f"{who}'s stake of {amount} stays on the table after the tie "
+            "(house rule: the stakes stay)"
+        )
+        if i is None:
+            raise Invalid(
+                "stakes", f"{stays}: place it again, raised or as it was"
+            )
+        given = stakes[i].amount
+        if isinstance(given, Decimal) and given.is_finite() and given < Decimal(amount):
+            raise Invalid(
+                f"stakes[{i}].amount",
+                f"{stays}: it may be raised, not taken back ({given} is below "
+                f"{amount})",
+            )
+
+
+def _turn_after(
+    turn: TurnState, coverage, settlement, tie_stays: bool = False
+) -> TurnState:
     holder = (
         coverage.stakes[coverage.punter_index]
         if coverage.punter_index is not None
@@ -430,4 +483,5 @@ def _turn_after(turn: TurnState, coverage, settlement) -> TurnState:
         (turn.commission_total + settlement.commission).quantize(CENT),
         suivi_seat,
         settlement.turn_ends,
+        tied_after(settlement.outcome, coverage) if tie_stays else None,
     )

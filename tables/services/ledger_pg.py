@@ -75,6 +75,7 @@ TURN_FIELDS = (
     "garage_total",
     "commission_total",
     "suivi_seat",
+    "tied_stakes",
     "closed_at",
     "end",
     "closing_amount",

@@ -22,6 +22,7 @@ from .correction_plan import (
     TurnChange,
     _recorded_stakes,
     _suivi_after,
+    _tied_after,
 )
 from .coups import _engine_stakes, tableau_for
 from .floor import next_seat
@@ -306,7 +307,7 @@ def _turn_changes(walk: _Walk, coups, changes) -> list[TurnChange]:
             # with nothing to cover a stake, so it ends here, as coup_record
             # would have ended it.
             new.update(closed_at=timezone.now(), end=BankerTurn.End.LOST,
-                       closing_amount=garage, suivi_seat=None)
+                       closing_amount=garage, suivi_seat=None, tied_stakes=None)
             walk.issue(walk.target, "turn_closed",
                        f"Turn {turn.number} (seat {turn.seat}) now loses its "
                        "bank: it is closed; the next seat opens a new bank.")
@@ -314,6 +315,7 @@ def _turn_changes(walk: _Walk, coups, changes) -> list[TurnChange]:
             prev = by_turn[turn_id][-1] if by_turn[turn_id] else None
             ch = new_by_id.get(prev.pk) if prev else None
             new["suivi_seat"] = _suivi_after(prev, ch.values if ch else None)
+            new["tied_stakes"] = _tied_after(prev, ch.values if ch else None)
         old = {k: getattr(turn, k) for k in new}
         if old != new:
             out.append(TurnChange(turn, old, new))

@@ -73,6 +73,11 @@ def turn_dict(turn: BankerTurn | None) -> dict | None:
         "bank": _money(turn.bank),
         "coups": turn.coups,
         "suivi_seat": turn.suivi_seat,
+        # house rule tie_rule "stay": what the last tie left on the table
+        "tied_stakes": [
+            {"seat": seat, "standing": standing or None, "amount": amount}
+            for seat, standing, amount in turn.tied_stakes
+        ] if turn.tied_stakes else None,
         "open": turn.is_open,
         "end": turn.end or None,
     }
@@ -315,6 +320,10 @@ def js_strings() -> dict[str, str]:
         ),
         "refused_announcement": _("{who}: that announcement is not known here."),
         "refused_stakes": _("Place at least one stake, and at most 40."),
+        "refused_tie_stays": _(
+            "{who}: the stake of {amount} stays on the table after the tie. It "
+            "may be raised, not taken back."
+        ),
         "refused_cards_punter": _(
             "The punter's cards are not valid (two or three cards): check them."
         ),

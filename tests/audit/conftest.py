@@ -64,7 +64,8 @@ def played(shoe, turn, deal):
     return [
         deal(shoe, BANKER_WINS, [stake("300")]),
         deal(shoe, FALSE_DRAW, [stake("200", seat=3)]),
-        deal(shoe, TIE, [stake("100")]),
+        # the tie's stake stays on the table for the next coup (tie_rule stay)
+        deal(shoe, TIE, [stake("100", seat=4)]),
         deal(shoe, BANKER_WINS, [stake("100", seat=4)]),
     ]
 

@@ -110,7 +110,7 @@ def test_a_correction_previewed_then_confirmed(as_user, pitboss, croupier, playe
     assert r.status_code == 400 and "punter[1]" in r.json()
 
 
-def test_dismiss_with_its_correction(as_user, pitboss, flag):
+def test_dismiss_with_its_correction(as_user, pitboss, pitboss2, flag):
     client = as_user(pitboss)
     r = post(client, f"/api/v1/flags/{flag.pk}/dismiss/", {"reason": "mis-key"})
     assert r.status_code == 409 and "correction" in r.json()
@@ -123,7 +123,16 @@ def test_dismiss_with_its_correction(as_user, pitboss, flag):
              {"reason": "mis-keyed 4H", "correction": FIXED,
               "plan_digest": plan["digest"]})
     assert r.status_code == 200, r.json()
-    assert (r.json()["status"], r.json()["revision"]) == ("dismissed", 2)
+    # Four eyes: his correction closes nothing by itself
+    assert (r.json()["status"], r.json()["to_review"], r.json()["revision"]) == (
+        "open", True, 2)
+    r = post(client, f"/api/v1/flags/{flag.pk}/dismiss/",
+             {"reason": "my correction stands"})
+    assert r.status_code == 403 and "four eyes" in str(r.json())
+    r = post(as_user(pitboss2), f"/api/v1/flags/{flag.pk}/dismiss/",
+             {"reason": "4H was on camera"})
+    assert r.status_code == 200, r.json()
+    assert (r.json()["status"], r.json()["to_review"]) == ("dismissed", False)
 
 
 def test_cagnotte_count_and_attestation(as_user, pitboss, pitboss2, manager,

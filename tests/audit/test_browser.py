@@ -55,10 +55,13 @@ def night(croupier, croupier2, manager, clock):
     for n, (punter, banker) in enumerate(hands):
         # the first declared bank is 10 off: a critical bank_mismatch
         declared = turn.bank + 10 if n == 0 else turn.bank
+        stakes = [stake(amount=D("50"), seat=turn.seat % 9 + 1)]
+        if turn.tied_stakes:  # a tie's stakes stay on the table (tie_rule stay)
+            stakes = [stake(amount=max(D(a), D("50")), seat=s, standing=w or None)
+                      for s, w, a in turn.tied_stakes]
         services.coup_record(shoe_id=shoe.pk, user=croupier, punter=punter,
                              banker=banker, device="tablet-rouge",
-                             declared_bank=declared,
-                             stakes=[stake(amount=D("50"), seat=turn.seat % 9 + 1)])
+                             declared_bank=declared, stakes=stakes)
         turn.refresh_from_db()
     return session
 
@@ -103,8 +106,11 @@ def test_floor_queue_flag_and_correction(page, live_server, night, pitboss,
     page.get_by_label("Reason (required)").fill("mis-keyed on the tablet")
     page.get_by_role("button", name="Confirm the correction").click()
     page.wait_for_load_state()
-    assert page.get_by_text("dismissed", exact=True).first.is_visible()
-    screenshot("flag-dismissed")
+    # four eyes: his correction closes nothing by itself
+    assert page.get_by_text("resolved by a correction, to review").first.is_visible()
+    assert page.get_by_text(
+        "Four eyes: this flag is about your own work").first.is_visible()
+    screenshot("flag-to-review")
 
 
 def test_cagnotte_count_and_attestation(page, live_server, night, pitboss,

@@ -91,7 +91,7 @@ def test_four_eyes_nobody_reviews_his_own_entry(shoe, turn, deal, pitboss,
     flag_confirm(flag=flag, user=pitboss2, reason="it happened")
 
 
-def test_dismiss_needs_the_record_corrected(played, pitboss):
+def test_dismiss_needs_the_record_corrected(played, pitboss, pitboss2):
     flag = the_flag()
     with pytest.raises(Conflict) as err:
         flag_dismiss(flag=flag, user=pitboss, reason="mis-key")
@@ -102,11 +102,19 @@ def test_dismiss_needs_the_record_corrected(played, pitboss):
         correction={"punter": FIXED[0], "banker": FIXED[1],
                     "stakes": [stake("200", seat=3)]},
     )
-    assert (flag.status, flag.live) == ("dismissed", False)
+    # Four eyes: his correction closes nothing by itself
+    assert (flag.status, flag.live, flag.to_review) == ("open", False, True)
     assert flag.coup.revision == 2 and flag.coup.finding_count == 0
     actions = list(flag.events.values_list("action", flat=True))
-    assert actions == ["raised", "dismissed"]
-    assert flag.events.get(action="dismissed").detail == {"revision": 2}
+    assert actions == ["raised", "resolved"]
+    event = flag.events.get(action="resolved")
+    assert (event.user, event.reason) == (pitboss, "mis-keyed 4H")
+    assert event.detail == {"revision": 2, "to_review": True}
+    with pytest.raises(Forbidden):
+        flag_dismiss(flag=flag, user=pitboss, reason="my correction was right")
+    flag = flag_dismiss(flag=flag, user=pitboss2, reason="4H was on camera")
+    assert (flag.status, flag.decided_by, flag.to_review) == (
+        "dismissed", pitboss2, False)
 
 
 def test_dismiss_with_a_correction_that_still_shows_it_writes_nothing(
@@ -134,17 +142,21 @@ def test_a_correction_moves_or_resolves_the_flags(played, pitboss):
     flag.refresh_from_db()
     assert (flag.status, flag.live, flag.coup) == ("open", True, result.revision)
     assert flag.finding.coup == result.revision
-    # the cards corrected: the false draw is gone, the flag resolved
+    # the cards corrected: the false draw is gone; resolved by the correction,
+    # to review: the flag stays open for another pit boss (four eyes)
     coup_correct_reviewed(
         coup=result.revision, user=pitboss, reason="4H was dealt",
         punter=FIXED[0], banker=FIXED[1], stakes=[stake("250", seat=3)],
     )
     flag.refresh_from_db()
-    assert (flag.status, flag.live, flag.decided_by) == ("resolved", False, pitboss)
+    assert (flag.status, flag.live, flag.decided_by) == ("open", False, None)
+    assert flag.to_review
     assert list(flag.events.values_list("action", flat=True)) == [
         "raised", "moved", "corrected", "resolved",
     ]
+    assert flag.events.get(action="resolved").detail["to_review"] is True
     assert Flag.objects.count() == 1
+    assert flags_sync() == 0  # nothing more to do: it waits for a decision
 
 
 def test_a_card_count_flag_per_card(shoe, turn, deal):

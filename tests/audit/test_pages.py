@@ -112,7 +112,12 @@ def test_correct_from_the_flag_preview_then_confirm(browser_as, pitboss, flag):
                 "reason": "the 4H was dealt"})
     assert r.status_code == 302, r.content.decode()[:2000]
     flag.refresh_from_db()
-    assert flag.status == "dismissed" and flag.coup.revision == 2
+    # Four eyes: his correction closes nothing by itself (issue 23)
+    assert flag.status == "open" and flag.to_review and flag.coup.revision == 2
+    page = c.get(r.url).content.decode()
+    assert "to review by another pit boss" in page
+    assert "resolved by a correction, to review" in page
+    assert "Four eyes: this flag is about your own work" in page
     page = c.get(f"/floor/coups/{flag.coup_id}/").content.decode()
     assert "Revision 2" in page and "as entered at the table" in page
 

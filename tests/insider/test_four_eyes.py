@@ -320,3 +320,172 @@ def test_a_coup_accepted_on_the_croupiers_behalf(
                               stakes=[services.StakeInput(amount=D("300"), seat=2)],
                               reason="as the camera shows")
     assert_decides(api, flag, pitboss2)
+
+
+# -- issue 23, item 5: a correction closes nothing by itself ------------------------
+
+FIXED = (["2H", "2D", "6C"], ["3S", "2C", "4H"])  # the banker drew after all
+TO_REVIEW = "resolved by a correction, to review"
+
+
+def assert_to_review(flag: Flag, corrector) -> FlagEvent:
+    """Open, no longer live, its last step the corrector's "resolved" with
+    to_review; the history replays to the same status (verify_trail agrees)."""
+    from audit.services.integrity import flags_state_problems
+
+    flag.refresh_from_db()
+    assert (flag.status, flag.live, flag.to_review) == ("open", False, True)
+    assert (flag.decided_by, flag.decided_at) == (None, None)
+    event = flag.events.order_by("id").last()
+    assert (event.action, event.user) == ("resolved", corrector)
+    assert event.detail["to_review"] is True
+    assert flags_state_problems() == []
+    return event
+
+
+def assert_shown_to_review(user, flag: Flag) -> None:
+    """The queue (open flags) and the flag's page say it waits for review."""
+    page = Client()
+    page.force_login(user)
+    html = page.get("/floor/queue/").content.decode()
+    assert f"/floor/flags/{flag.pk}/" in html and TO_REVIEW in html
+    html = page.get(f"/floor/flags/{flag.pk}/").content.decode()
+    assert TO_REVIEW in html
+    api = __import__("rest_framework.test", fromlist=["APIClient"]).APIClient()
+    api.force_authenticate(user=user)
+    body = api.get(f"/api/v1/flags/{flag.pk}/").json()
+    assert (body["status"], body["to_review"]) == ("open", True)
+    assert any(e["action"] == "resolved" for e in body["events"])
+
+
+def test_a_correction_that_removes_the_finding_waits_for_a_second_pit_boss(
+    api, croupier, pitboss, pitboss2, shoe, turn
+):
+    """The croupier's false draw, corrected away by a pit boss: the flag is
+    not resolved by the correction, it stays in the queue as "resolved by a
+    correction, to review"; the corrector may not close it (API and page),
+    another pit boss does."""
+    coup = deal(shoe, croupier, FALSE_DRAW)
+    flag = Flag.objects.get()
+    api_correct(api, pitboss, coup, FIXED)
+    event = assert_to_review(flag, pitboss)
+    assert event.reason == "as the camera shows"
+    assert_shown_to_review(pitboss2, flag)
+    assert_barred(api, flag, pitboss)
+    api.force_authenticate(user=pitboss2)
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/",
+                 {"reason": "the 4H is on camera 2"}, format="json")
+    assert r.status_code == 200, r.json()
+    flag.refresh_from_db()
+    assert (flag.status, flag.decided_by, flag.to_review) == (
+        "dismissed", pitboss2, False)
+    assert list(flag.events.values_list("action", flat=True)) == [
+        "raised", "resolved", "dismissed"]
+
+
+def test_dismissing_with_ones_own_correction_leaves_it_to_review(
+    api, croupier, pitboss, pitboss2, shoe, turn
+):
+    """The "correct and dismiss" path: the correction is written, but the
+    one who wrote it does not close the flag with it."""
+    coup = deal(shoe, croupier, FALSE_DRAW)
+    flag = Flag.objects.get()
+    api.force_authenticate(user=pitboss)
+    body = {"punter": FIXED[0], "banker": FIXED[1], "stakes": stakes_body()}
+    plan = api.post(f"/api/v1/coups/{coup.pk}/correction/preview/", body,
+                    format="json").json()
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/",
+                 {"reason": "mis-keyed 4H", "correction": body,
+                  "plan_digest": plan["digest"]}, format="json")
+    assert r.status_code == 200, r.json()
+    assert (r.json()["status"], r.json()["to_review"]) == ("open", True)
+    assert_to_review(flag, pitboss)
+    assert_barred(api, flag, pitboss)
+    assert_decides(api, flag, pitboss2, page=True)  # he may confirm it too
+
+
+def test_a_variance_a_correction_makes_disappear_waits_for_review(
+    api, closed, croupier, pitboss, pitboss2, pitboss3
+):
+    """The box counted 1.00 short; a correction brings the commission down to
+    the count: the variance flag stays open, to review; neither the counter
+    nor the corrector closes it, and the count is not attested meanwhile."""
+    cagnotte_count(session=closed, counted=D("19.00"), user=pitboss)
+    flag = Flag.objects.get(kind="cagnotte")
+    second = Coup.objects.get(shoe__session=closed, seq=2)
+    api_correct(api, pitboss2, second, BANKER_WINS, amount="80")  # 4.00
+    assert_to_review(flag, pitboss2)
+    assert_barred(api, flag, pitboss2)
+    assert_barred(api, flag, pitboss)
+    api.force_authenticate(user=pitboss3)
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/",
+                 {"reason": "the stake was 80, the box is right"}, format="json")
+    assert r.status_code == 200, r.json()
+    assert r.json()["status"] == "dismissed"
+
+
+def test_a_matching_recount_still_resolves_the_variance(closed, pitboss, pitboss2):
+    """A recount is a count, not a correction: a matching one resolves."""
+    cagnotte_count(session=closed, counted=D("19.00"), user=pitboss)
+    cagnotte_count(session=closed, counted=D("20.00"), user=pitboss2,
+                   reason="a chip under the box")
+    flag = Flag.objects.get(kind="cagnotte")
+    assert (flag.status, flag.live, flag.to_review) == ("resolved", False, False)
+
+
+# A banker 7 stands, a punter 5 may stand or draw: adding the punter's third
+# card changes nothing but the cards dealt.
+FIVE_STANDS = (["2H", "3D"], ["3C", "4S"])
+FIVE_DRAWS = (["2H", "3D", "KC"], ["3C", "4S"])
+
+
+def test_a_shoe_count_is_not_dismissed_while_it_differs(
+    api, croupier, pitboss, pitboss2, shoe, turn
+):
+    """A shoe closed one card short (a card dealt, not keyed): its shoe_count
+    flag cannot be dismissed while dealt + burned + counted still differ (409
+    naming cards_left, on the API and the page, nothing written). The
+    correction that keys the missing card makes the count add up: resolved
+    by that correction, to review, and another pit boss dismisses it."""
+    coup = deal(shoe, croupier, FIVE_STANDS)
+    shoe.refresh_from_db()
+    services.shoe_close(shoe=shoe, user=croupier, cards_left=shoe.cards_left - 1)
+    flag = Flag.objects.get(kind="shoe")
+    assert flag.code == "shoe_count" and flag.is_open
+    before = written()
+    api.force_authenticate(user=pitboss)
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/",
+                 {"reason": "probably a miscount"}, format="json")
+    assert r.status_code == 409, r.json()
+    assert "still differs" in r.json()["cards_left"][0]
+    assert "1 fewer" in r.json()["cards_left"][0]
+    page = Client()
+    page.force_login(pitboss)
+    r = page.post(f"/floor/flags/{flag.pk}/dismiss/", {"reason": "miscount"})
+    assert r.status_code == 409 and "still differs" in r.content.decode()
+    assert written() == before
+    # the card keyed by a correction: the count adds up, to review
+    api_correct(api, pitboss, coup, FIVE_DRAWS)
+    shoe.refresh_from_db()
+    assert shoe.dealt + shoe.burned + shoe.left_counted == 52 * shoe.decks
+    assert_to_review(flag, pitboss)
+    assert_barred(api, flag, pitboss)
+    api.force_authenticate(user=pitboss2)
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/",
+                 {"reason": "the KC was dealt, not keyed"}, format="json")
+    assert r.status_code == 200, r.json()
+    assert r.json()["status"] == "dismissed"
+
+
+def test_a_shoe_count_may_be_confirmed_while_it_differs(
+    api, croupier, pitboss, shoe, turn
+):
+    deal(shoe, croupier, FIVE_STANDS)
+    shoe.refresh_from_db()
+    services.shoe_close(shoe=shoe, user=croupier, cards_left=shoe.cards_left + 2)
+    flag = Flag.objects.get(kind="shoe")
+    api.force_authenticate(user=pitboss)
+    r = api.post(f"/api/v1/flags/{flag.pk}/dismiss/", {"reason": "x"},
+                 format="json")
+    assert r.status_code == 409 and "2 more" in r.json()["cards_left"][0]
+    assert_decides(api, flag, pitboss)

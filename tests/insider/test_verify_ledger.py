@@ -108,7 +108,9 @@ def hand_dealt(user, shoe, session):
 
     deal(BANKER_WINS, [stake("1000", seat=3, announcement="banco_solo")])
     deal(TIE, [stake("1950", seat=3, announcement="suivi")])
-    deal(PUNTER_WINS, [stake("100"), stake("50", seat=None, standing="rail")],
+    # the tie's stake stays on the table (house rule tie_rule "stay")
+    deal(PUNTER_WINS, [stake("1950", seat=3), stake("100"),
+                       stake("50", seat=None, standing="rail")],
          declared_bank=D("999"))
     second = services.banker_turn_open(session=session, user=user, seat=2,
                                        bank=D("500"))

@@ -115,3 +115,31 @@ def test_after_a_tie_the_stakes_stay_or_go_back_as_the_house_plays(
         expect(seat).to_contain_text("200")
     else:
         expect(seat).not_to_contain_text("200")
+
+
+def test_a_tied_stake_is_not_taken_back(page, live_server, signed_in, manager,
+                                        croupier, as_user):
+    """House rule tie_rule "stay": the server keeps what a tie left on the
+    table (a reloaded page pre-fills it), and a tied stake removed or lowered
+    is stopped before saving, naming the seat, as the API refuses it."""
+    shoe = open_house(manager, croupier, tie_rule="stay")
+    r = as_user(croupier).post(f"/api/v1/shoes/{shoe.pk}/coups/", {
+        "punter": ["8H", "KD"], "banker": ["8S", "QC"],
+        "stakes": [{"seat": 3, "amount": "200.00"}]}, format="json")
+    assert r.status_code == 201 and r.json()["outcome"] == "tie"
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    seat = page.get_by_role("button", name="Seat 3", exact=True)
+    expect(seat).to_contain_text("200")  # still on the table
+    seat.click()
+    page.get_by_role("button", name="Remove stake").click()
+    stake(page, 4, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    expect(page.locator("#alert")).to_have_text(
+        "Seat 3: the stake of 200 stays on the table after the tie. It may be "
+        "raised, not taken back.")
+    assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
+    stake(page, 3, 200)
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)

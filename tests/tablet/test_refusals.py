@@ -177,6 +177,17 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
          "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
          "boss: he releases the shoe before the next coup.", shoe_id=held.pk)
 
+    # house rule tie_rule "stay": a tie's stakes stay for the next coup
+    tied = open_table(manager, croupier, "Tied")
+    assert post(c, tied.pk, {"punter": ["8S", "KH"], "banker": ["8C", "KD"],
+                             "stakes": [stake("200.00", seat=3)]})[0] == 201
+    case("tied stake taken back", body(stake("200.00", seat=4)), "refused_tie_stays",
+         "Seat 3: the stake of 200 stays on the table after the tie. It may be "
+         "raised, not taken back.", shoe_id=tied.pk)
+    case("tied stake lowered", body(stake("100.00", seat=3)), "refused_tie_stays",
+         "Seat 3: the stake of 200 stays on the table after the tie. It may be "
+         "raised, not taken back.", shoe_id=tied.pk)
+
     # ledger overflows: the services' own exceptions through the API's handler
     try:
         _check_ledger_room(
