@@ -151,4 +151,62 @@ def flags_state_problems() -> list[str]:
         problem = flag_state_problem(flag, mine)
         if problem:
             problems.append(problem)
+    problems += resolved_grounds_problems()
+    return problems
+
+
+def resolved_grounds_problems() -> list[str]:
+    """A flag resolved by the app (not decided: a legacy correction, a
+    matching recount) must still stand on its grounds, which bound rows say:
+    a finding flag's finding is gone from its coup's latest revision, a
+    cagnotte flag's session was last counted without a variance. A
+    "resolved" step and status inserted by hand to empty the queue fail
+    here."""
+    from django.db.models import Max
+
+    from tables.models import Coup, Finding
+
+    from ..models import CagnotteCount
+    from .flag_raise import finding_key
+
+    resolved = list(Flag.objects.filter(status=Flag.Status.RESOLVED)
+                    .values_list("pk", "kind", "ident", "shoe_id", "seq",
+                                 "session_id").order_by("pk"))
+    problems = []
+    findings = [r for r in resolved if r[1] == Flag.Kind.FINDING]
+    for start in range(0, len(findings), 500):
+        chunk = findings[start:start + 500]
+        shoes = {r[3] for r in chunk}
+        latest = {
+            (row["shoe_id"], row["seq"]): row["top"]
+            for row in Coup.objects.filter(shoe_id__in=shoes)
+            .values("shoe_id", "seq").annotate(top=Max("revision"))
+        }
+        standing: set = set()
+        for shoe_id, seq, revision, code, side, detail in Finding.objects.filter(
+            coup__shoe_id__in=shoes
+        ).values_list("coup__shoe_id", "coup__seq", "coup__revision", "code",
+                      "side", "detail"):
+            if latest.get((shoe_id, seq)) == revision:
+                standing.add((shoe_id, seq, finding_key(code, side, detail or {})))
+        for pk, _, ident, shoe_id, seq, _ in chunk:
+            key = ident.split(":", 3)[3] if ident.count(":") >= 3 else ""
+            if (shoe_id, seq, key) in standing:
+                problems.append(
+                    f"flag {pk}: resolved, but its finding stands in the latest "
+                    f"revision of coup {seq} of shoe {shoe_id}: changed outside "
+                    "the application")
+    sessions = {r[5]: r[0] for r in resolved if r[1] == Flag.Kind.CAGNOTTE}
+    last: dict = {}
+    for session_id, variance in (CagnotteCount.objects
+                                 .filter(session_id__in=sessions)
+                                 .order_by("session_id", "pk")
+                                 .values_list("session_id", "variance")):
+        last[session_id] = variance
+    for session_id, pk in sorted(sessions.items(), key=lambda i: i[1]):
+        if last.get(session_id) != 0:
+            problems.append(
+                f"flag {pk}: resolved, but session {session_id}'s last count "
+                "differs from its computed cagnotte (or there is none): changed "
+                "outside the application")
     return problems

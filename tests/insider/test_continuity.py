@@ -132,6 +132,22 @@ def test_dismissing_a_flag_by_hand_is_refused_and_named(
     named(f"flag {flag.pk}", "dismissed")
 
 
+def test_a_flag_resolved_by_hand_is_named(played):
+    """The other way out of the queue: a "resolved" step inserted by hand
+    with the status to match. The history agrees with the status, but the
+    grounds do not: the finding stands in the coup's latest revision."""
+    from audit.models import Flag
+    from audit.services.flags import flags_sync
+
+    flags_sync()
+    flag = Flag.objects.filter(status="open", kind="finding").first()
+    sql("INSERT INTO audit_flagevent (flag_id, at, action, reason, detail) "
+        "VALUES (%s, now(), 'resolved', 'gone', '{}')", [flag.pk])
+    sql("UPDATE audit_flag SET status = 'resolved', live = false, "
+        "decided_at = now() WHERE id = %s", [flag.pk])
+    named(f"flag {flag.pk}: resolved, but its finding stands")
+
+
 def test_a_croupier_added_to_the_managers_changes_nothing(
     as_user, croupier, table
 ):
