@@ -87,12 +87,28 @@ def _flush_as_owner(original):
     return flush
 
 
+# What migrate left in the test database, read before any test runs (a
+# transactional test's flush empties it, and in a parallel run one may come
+# first in a worker): tests/insider/test_anchors.py.
+FRESH_INSTALL: dict = {}
+
+
+def _fresh_install() -> None:
+    from casino.models import ChangeLog
+
+    head = ChangeLog.objects.order_by("-id").first()
+    FRESH_INSTALL["head_action"] = head.action if head else None
+    FRESH_INSTALL["rows"] = ChangeLog.objects.count()
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     from django.core.management import call_command
     from django.db import connection, connections
     from django.db.backends.signals import connection_created
 
+    with django_db_blocker.unblock():
+        _fresh_install()
     if connection.vendor != "postgresql":
         yield
         return
@@ -207,12 +223,21 @@ def _migration_rows(request):
     """Put back what the data migrations wrote (roles, the two tableaux): a
     transactional test's flush empties every table, and the browser tests are
     transactional (serialized_rollback cannot help: it would UPDATE the
-    append-only tableau rows, which PostgreSQL refuses)."""
+    append-only tableau rows, which PostgreSQL refuses). For every test that
+    uses the database, by its marker or through a fixture: in a parallel run
+    a worker's earlier file may have been a transactional one."""
     marker = request.node.get_closest_marker("django_db")
-    if marker is None:
+    names = set(request.fixturenames)
+    transactional = "transactional_db" in names or "live_server" in names or (
+        marker is not None
+        and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    )
+    if transactional:
+        request.getfixturevalue("transactional_db")
+    elif "db" in names or marker is not None:
+        request.getfixturevalue("db")
+    else:
         return
-    transactional = marker.kwargs.get("transaction") or (marker.args and marker.args[0])
-    request.getfixturevalue("transactional_db" if transactional else "db")
     import importlib
 
     from django.contrib.auth.models import Group

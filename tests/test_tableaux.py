@@ -196,7 +196,8 @@ def test_api_create(as_user, manager):
     assert r.json()["version"] == "club-2027"
     assert r.json()["rows"]["5"][5] == "S"
     assert counts() == (before[0] + 1, before[1], before[2] + 1)
-    log = ChangeLog.objects.get(action="tables.tableau.created")
+    log = ChangeLog.objects.get(action="tables.tableau.created",
+                                object_id=str(r.json()["id"]))
     assert log.reason == "club variant"
 
 

@@ -63,7 +63,7 @@ def test_list_editor_save_diff_assign(manager, table, std):
     assert r.status_code == 302 and r["Location"] == f"/tableaux/{row.pk}/"
     assert counts() == (before[0] + 1, before[1], before[2] + 1)
     assert row.rows["3"][10] == "D" and row.rows["5"][5] == "S"
-    log = ChangeLog.objects.get(action="tables.tableau.created")
+    log = ChangeLog.objects.get(action="tables.tableau.created", object_id=str(row.pk))
     assert log.reason == "club nights" and log.new["from_version"] == STANDARD
 
     detail = c.get(f"/tableaux/{row.pk}/?table={table.pk}").content.decode()
