@@ -58,9 +58,9 @@ def test_commission_csv_has_the_stamp_rows_and_totals(
     from tables.models import Table
 
     # a row per table, and one per table-day outside the expected band
-    band = lines.index(["== Outside band"]) + 2 if ["== Outside band"] in lines else None
     outside = 0
-    if band is not None:
+    if ["== Outside band"] in lines:
+        band = lines.index(["== Outside band"]) + 2
         outside = len([line for line in lines[band:] if line and not
                        line[0].startswith("==")])
     assert job.rows == Table.objects.count() + outside and job.percent == 100
