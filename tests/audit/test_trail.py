@@ -161,7 +161,7 @@ def test_a_new_tableau_is_a_logged_version(tmp_path, manager, table):
     path.write_text(json.dumps(rows))
     call_command("tableau_add", "club-1", str(path), "--reason", "club rules",
                  stdout=io.StringIO())
-    row = ChangeLog.objects.get(action="tables.tableau.created")
+    row = ChangeLog.objects.get(action="tables.tableau.created", reason="club rules")
     assert (row.reason, row.new["version"]) == ("club rules", "club-1")
     rows["9"] = list("DDDDDDDDDDD")
     path.write_text(json.dumps(rows))

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import make_user, seed_tableau
+from tests.conftest import make_user
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "2"))
 FUZZ_LONG = os.environ.get("FUZZ_LONG", "") not in ("", "0")
@@ -167,34 +167,6 @@ def neighbours(floor) -> Neighbours:
                "turns": turn.pk, "coups": coup.pk, **flag_of(table.pk),
                **shared},
     )
-
-
-@pytest.fixture(autouse=True)
-def _migration_rows(request):
-    """A transactional test starts after another one's flush emptied every
-    table: put back what the data migrations wrote (the roles, the tableaux).
-    (serialized_rollback would UPDATE the append-only tableau rows, which
-    PostgreSQL refuses; see tests/tablet/conftest.py.)"""
-    marker = request.node.get_closest_marker("django_db")
-    if marker is None or not marker.kwargs.get("transaction"):
-        return
-    request.getfixturevalue("transactional_db")
-    import importlib
-
-    from django.contrib.auth.models import Group
-
-    from casino.roles import ROLES as GROUPS
-    from tables.models import TableauVersion
-
-    for name in GROUPS:
-        Group.objects.get_or_create(name=name)
-    seeds = importlib.import_module("tables.migrations.0002_seed_tableaux")
-    for version, rows in (
-        ("chemmy-standard-1", seeds.CHEMMY),
-        ("punto-banco-1", seeds.PUNTO_BANCO),
-    ):
-        if not TableauVersion.objects.filter(version=version).exists():
-            seed_tableau(version, rows)
 
 
 @pytest.fixture(autouse=True)
