@@ -20,7 +20,7 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(VENV)/bin/acti
 	touch $@ $(VENV)/.installed
 
 migrate: $(VENV)/.installed
-	$(PY) manage.py migrate --noinput
+	$(PY) manage.py migrate --noinput --verbosity 0
 
 demo: migrate
 	$(PY) manage.py demo

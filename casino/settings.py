@@ -509,6 +509,9 @@ if REST_FRAMEWORK["NUM_PROXIES"] < 0:
 # down). Unlock early: `manage.py axes_reset_username NAME`, or the admin's
 # "Access attempts" page.
 AXES_ENABLED = _strict_bool("AXES_ENABLED", default=True)
+# django-axes's own INFO lines (its start-up banner, every sign-in): off
+# unless asked for; lockouts are logged whatever this says.
+AXES_VERBOSE = _strict_bool("AXES_VERBOSE", default=False)
 AXES_FAILURE_LIMIT = _read("AXES_FAILURE_LIMIT", env.int, default=5)
 if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured(

@@ -17,6 +17,9 @@ from tables.simulation import SimulationReport, simulate_shoe
 USERS = (
     ("croupier", "croupier"),
     ("pitboss", "pitboss"),
+    # a second pit boss: four eyes (a correction reviewed by another, a
+    # release after a hold) can only be tried with two
+    ("pitboss2", "pitboss"),
     ("manager", "manager"),
     ("auditor", "auditor"),
 )
@@ -78,11 +81,22 @@ class Command(BaseCommand):
         if anchor is not None:
             self.stdout.write(f"Trail anchored at row {anchor.row}.")
         if created:
-            self.stdout.write("Demo users (passwords are shown only this once):")
-            for username, role, password in created:
-                self.stdout.write(f"  {username:<10} {role:<9} {password}")
+            self.stdout.write(password_box(created))
         else:
             self.stdout.write(
                 "Demo data already loaded; no password is shown again "
                 "(reset one with: manage.py changepassword USER)."
             )
+
+
+def password_box(created: list[tuple[str, str, str]]) -> str:
+    """The demo users and their passwords, last and in a box: they are shown
+    only this once, and must not be lost above the server's own lines."""
+    title = "Demo users: passwords shown only this once"
+    lines = [f"{username:<10} {role:<9} {password}"
+             for username, role, password in created]
+    lines.append("sign in at http://127.0.0.1:8000/")
+    width = max(len(title), *(len(line) for line in lines))
+    bar = "+" + "-" * (width + 2) + "+"
+    body = [f"| {line:<{width}} |" for line in lines]
+    return "\n".join(["", bar, f"| {title:<{width}} |", bar, *body, bar, ""])
