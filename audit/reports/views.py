@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import wraps
 
 from django.contrib import messages
@@ -63,30 +63,46 @@ def current_gaming_day() -> tuple:
     return gaming_day_for(timezone.now(), cutoff), cutoff
 
 
-def table_odds() -> list[dict]:
+def table_odds(now=None) -> list[dict]:
     """The exact odds of each distinct set of house rules in use (decks,
     tableau, the cells the house prescribes, rate), with the tables that play
-    it (many tables share the same rules)."""
+    it today (many tables share the same rules); a version a manager wrote
+    for a later gaming day is listed apart, marked with its first day, and
+    not as if in force."""
+    from tables.services.house import rules_in_force
+
+    now = now or timezone.now()
     groups: dict[tuple, dict] = {}
     for t in Table.objects.filter(active=True).select_related("rules__tableau"):
         if t.rules is None:
             continue
-        play = rules_play(t.rules)
-        key = (*play, t.rules.commission_rate)
-        if key not in groups:
-            odds = house_odds(decks=play[0], tableau=t.rules.tableau.as_engine(),
-                              punter_five=play[2], banker_prescriptions=dict(play[3]))
-            groups[key] = {
-                "tables": [], "decks": play[0], "tableau": play[1], "rate": key[-1],
-                "punter_five": play[2], "banker_cells": list(play[3]),
-                "banker": as_decimal(odds.p_banker, 6),
-                "punter": as_decimal(odds.p_punter, 6),
-                "tie": as_decimal(odds.p_tie, 6),
-                "per_100": as_decimal(odds.expected_commission_per_unit(key[-1]) * 100,
-                                      4),
-            }
-        groups[key]["tables"].append(t.name)
-    return list(groups.values())
+        today = gaming_day_for(now, t.rules.gaming_day_cutoff)
+        current = rules_in_force(t, today)
+        plays = [(current, None)] if current is not None else []
+        if current is None or current.pk != t.rules.pk:
+            plays.append((t.rules, t.rules.effective_from))
+        for rules, from_day in plays:
+            play = rules_play(rules)
+            key = (*play, rules.commission_rate, from_day)
+            if key not in groups:
+                odds = house_odds(decks=play[0], tableau=rules.tableau.as_engine(),
+                                  punter_five=play[2],
+                                  banker_prescriptions=dict(play[3]))
+                groups[key] = {
+                    "tables": [], "decks": play[0], "tableau": play[1],
+                    "rate": rules.commission_rate, "from_day": from_day,
+                    "punter_five": play[2], "banker_cells": list(play[3]),
+                    "banker": as_decimal(odds.p_banker, 6),
+                    "punter": as_decimal(odds.p_punter, 6),
+                    "tie": as_decimal(odds.p_tie, 6),
+                    "per_100": as_decimal(
+                        odds.expected_commission_per_unit(rules.commission_rate)
+                        * 100, 4),
+                }
+            groups[key]["tables"].append(t.name)
+    # today's first, then what is to come, by its first day
+    return sorted(groups.values(), key=lambda g: (g["from_day"] is not None,
+                                                  g["from_day"] or date.min))
 
 
 @capability("report.read")

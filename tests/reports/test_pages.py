@@ -114,3 +114,33 @@ def test_what_a_manager_sees(_migration_rows, live_server, page, screenshot,
     page.wait_for_selector("#job-download:not([hidden])", timeout=30000)
     assert page.inner_text("#job-status") == "done"
     screenshot("reports-job")
+
+
+@pytest.mark.django_db
+def test_the_odds_show_what_each_table_plays_today_and_what_comes(
+        table, manager, client):
+    """A tableau assigned from tomorrow is not shown as in force today: the
+    table is listed with today's rules, and again, marked, from the day its
+    new version takes effect."""
+    from tables import services
+    from tables.models import TableauVersion
+
+    from audit.reports.views import table_odds
+
+    before = table_odds()
+    assert [(o["tables"], o["from_day"]) for o in before] == [([table.name], None)]
+    tomorrow = gaming_day_for(timezone.now(), 6) + timedelta(days=1)
+    services.house_rules_change(
+        table=table, user=manager, reason="punto banco, 8 decks, from tomorrow",
+        tableau_version=TableauVersion.objects.get(version="punto-banco-1").version,
+        decks=8, effective_from=tomorrow)
+    odds = table_odds()
+    assert [(o["tables"], o["tableau"], o["from_day"]) for o in odds] == [
+        ([table.name], before[0]["tableau"], None),
+        ([table.name], "punto-banco-1", tomorrow),
+    ]
+    assert (odds[0]["decks"], odds[0]["banker"]) == (6, before[0]["banker"])
+    assert odds[1]["decks"] == 8 and odds[1]["banker"] != odds[0]["banker"]
+    client.force_login(manager)
+    html = client.get("/reports/").content.decode()
+    assert f"from {tomorrow.strftime('%b')}" in html or f"from {tomorrow}" in html
