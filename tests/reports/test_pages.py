@@ -122,10 +122,9 @@ def test_the_odds_show_what_each_table_plays_today_and_what_comes(
     """A tableau assigned from tomorrow is not shown as in force today: the
     table is listed with today's rules, and again, marked, from the day its
     new version takes effect."""
+    from audit.reports.views import table_odds
     from tables import services
     from tables.models import TableauVersion
-
-    from audit.reports.views import table_odds
 
     before = table_odds()
     assert [(o["tables"], o["from_day"]) for o in before] == [([table.name], None)]
