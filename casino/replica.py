@@ -150,8 +150,9 @@ def position_text(data: dict) -> str:
     else:
         head = f"Data up to coup #{data['coup']}, recorded at {data['coup_at']}"
     if data.get("replica"):
-        return f"{head}; replica lag {data.get('lag_seconds') or '0'} s"
-    return f"{head}; read from the primary"
+        return (f"{head}; read from the reports copy, "
+                f"{data.get('lag_seconds') or '0'} s behind the main database")
+    return f"{head}; read from the main database"
 
 
 _LAG_SQL = (

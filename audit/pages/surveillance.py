@@ -41,15 +41,27 @@ def _names(run: SurveillanceRun | None) -> tuple[dict, dict]:
     return users, tables
 
 
-def subject_label(subject: str | None, users: dict, tables: dict) -> str:
+def subject_label(subject: str | None, users: dict, tables: dict,
+                  sessions: dict | None = None) -> str:
     """"croupier:7" -> his username, "table:3@day:739000" -> the table's name
-    and the day, "shoe:12" -> "shoe #12"; a banker's identity as it is."""
+    and the day, "shoe:12" -> "shoe #12"; a banker by his player card
+    ("card:P0105" -> "card P0105") or, without one, by his seat at a session
+    ("seat:4@session:2" -> "seat 4, Salon Rouge 1, 2026-12-01")."""
     from datetime import date
 
     if not subject:
         return "—"
     parts = dict(p.partition(":")[::2] for p in subject.split("@"))
     try:
+        if "card" in parts:
+            return _("card %(n)s") % {"n": parts["card"]}
+        if "seat" in parts and "session" in parts:
+            where = (sessions or {}).get(int(parts["session"]))
+            if where is None:
+                return _("seat %(seat)s, session %(n)s") % {
+                    "seat": parts["seat"], "n": parts["session"]}
+            return _("seat %(seat)s, %(table)s, %(day)s") % {
+                "seat": parts["seat"], "table": where[0], "day": where[1]}
         if "croupier" in parts:
             return str(users.get(int(parts["croupier"]), subject))
         if "table" in parts:
@@ -62,6 +74,21 @@ def subject_label(subject: str | None, users: dict, tables: dict) -> str:
     except (ValueError, OverflowError):
         pass
     return subject
+
+
+def _sessions(subjects) -> dict:
+    """session id -> (its table's name, its gaming day), for the sessions
+    that bankers' subjects ("seat:4@session:2") name."""
+    from tables.models import TableSession
+
+    ids = set()
+    for subject in subjects:
+        for part in (subject or "").split("@"):
+            if part.startswith("session:") and part[8:].isdigit():
+                ids.add(int(part[8:]))
+    return {pk: (name, day.isoformat()) for pk, name, day in
+            TableSession.objects.filter(pk__in=ids)
+            .values_list("pk", "table__name", "gaming_day")}
 
 
 def _chart_data(run: SurveillanceRun, users: dict, tables: dict) -> dict:
@@ -88,21 +115,27 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
                  if a.subject and a.subject.startswith("croupier:")}
     users.update(get_user_model().objects.filter(pk__in=croupiers - set(users))
                  .values_list("pk", "username"))
+    bankers = [dict(b) for b in s.get("bankers", [])]
+    sessions = _sessions([*(b.get("subject") for b in bankers),
+                          *(a.subject for a in alerts)])
+    for b in bankers:
+        b["label"] = subject_label(b.get("subject"), users, tables, sessions)
     for a in alerts:
         a.label = test_label(a.code)
-        a.subject_label = subject_label(a.subject, users, tables)
+        a.subject_label = subject_label(a.subject, users, tables, sessions)
     return render(request, "audit/surveillance.html", {
         "run": run, "summary": s,
         "chart": _chart_data(run, users, tables) if run and run.summary else None,
-        "tables_rows": rows, "shoes": shoes, "bankers": s.get("bankers", []),
+        "tables_rows": rows, "shoes": shoes, "bankers": bankers,
         "alerts": alerts,
         "may_open_flags": has_capability(request.user, "flag.read"),
         "latest": latest_runs(),
         "can_run": has_capability(request.user, "surveillance.run"),
         "can_fdr": has_capability(request.user, "surveillance.fdr"),
         "house_fdr": runs.house_fdr(),
-        "default_to": day - timedelta(days=1),
-        "default_from": day - timedelta(days=7),
+        # the last seven gaming days, today's play included
+        "default_to": day,
+        "default_from": day - timedelta(days=6),
         "tables": Table.objects.order_by("name"),
     }, status=status)
 

@@ -160,14 +160,14 @@ def test_a_report_reads_the_replica_and_equals_the_primarys(on_pair, kind):
     text = _file(job)
     line = _stamp(text)["data"]
     assert line.startswith(f"Data up to coup #{last}, recorded at ")
-    assert line.endswith("; replica lag 0.0 s")
+    assert line.endswith("; read from the reports copy, 0.0 s behind the main database")
     assert job.stamp["data_position"] == line
     # the same report read on the primary: the same rows
     with _no_replica():
         again = _report(kind, table)
     assert again.data_position["replica"] is False
     assert again.data_position["alias"] == "default"
-    assert _stamp(_file(again))["data"].endswith("; read from the primary")
+    assert _stamp(_file(again))["data"].endswith("; read from the main database")
     assert _body(_file(again)) == _body(text)
     assert again.rows == job.rows > 0
 
@@ -214,7 +214,8 @@ def test_a_lagging_replica_says_up_to_which_coup_it_read(on_pair, as_user):
     assert days == {"gaming_day", DAY1.isoformat()}  # none of DAY2's coups
     line = _stamp(_file(behind))["data"]
     assert line.startswith(f"Data up to coup #{first}, recorded at ")
-    assert re.search(r"; replica lag \d+\.\d s$", line), line
+    assert re.search(r"; read from the reports copy, \d+\.\d s behind the main "
+                     r"database$", line), line
     assert findings.data_position["coup"] == first
     # the job's API and page show it
     manager = _user("reports-manager")
@@ -235,7 +236,7 @@ def test_job_page_shows_the_position(on_pair, client):
     client.force_login(_user("reports-manager"))
     page = client.get(reverse("reports:job", args=[job.pk])).content.decode()
     assert f"Data up to coup #{job.data_position['coup']}" in page
-    assert "replica lag 0.0 s" in page
+    assert "read from the reports copy, 0.0 s behind" in page
 
 
 def test_a_write_in_the_reading_block_goes_to_the_primary(on_pair):
@@ -288,7 +289,7 @@ def test_without_reports_database_everything_reads_default(on_primary_only):
     assert job.data_position["replica"] is False
     assert job.data_position["lag_seconds"] is None
     assert job.data_position["coup"] == _last_coup()
-    assert _stamp(_file(job))["data"].endswith("; read from the primary")
+    assert _stamp(_file(job))["data"].endswith("; read from the main database")
 
 
 def test_surveillance_collects_from_the_replica(on_pair):
@@ -322,7 +323,7 @@ def test_a_replica_down_is_logged_and_the_primary_read(on_pair, caplog):
     finally:
         on_pair.replica.start()
     assert down.data_position["alias"] == "default"
-    assert _stamp(_file(down))["data"].endswith("; read from the primary")
+    assert _stamp(_file(down))["data"].endswith("; read from the main database")
     assert "the reports replica (reports) cannot be reached" in caplog.text
     on_pair.catch_up()
     back = _report("findings", table)
@@ -437,7 +438,8 @@ def test_a_reaudit_behind_says_up_to_which_coup_it_read(on_pair, as_user,
     assert Decimal(position["lag_seconds"]) > 0
     assert position["text"] == replica.position_text(position)
     assert position["text"].startswith(f"Data up to coup #{first}, recorded at ")
-    assert re.search(r"; replica lag \d+\.\d s$", position["text"]), position
+    assert re.search(r"; read from the reports copy, \d+\.\d s behind the main "
+                     r"database$", position["text"]), position
     api = as_user(_user("reports-manager")).get(
         reverse("reports-api:reaudit", args=[run.pk])).json()
     assert api["data_position"] == position
@@ -458,7 +460,7 @@ def test_a_reaudit_without_replica_reads_the_primary(on_primary_only):
     position = run.data_position
     assert (position["alias"], position["replica"], position["coup"]) == (
         "default", False, _last_coup())
-    assert position["text"].endswith("; read from the primary")
+    assert position["text"].endswith("; read from the main database")
 
 
 def test_the_statistics_read_the_replica_and_say_how_far(on_pair, as_user, client):
@@ -497,7 +499,7 @@ def test_the_statistics_read_the_replica_and_say_how_far(on_pair, as_user, clien
     assert _coups(table) > seen  # on the primary
     assert coups_in(behind) == seen and behind["data_position"]["coup"] == first
     assert Decimal(behind["data_position"]["lag_seconds"]) > 0
-    assert f"Data up to coup #{first}" in page and "replica lag" in page
+    assert f"Data up to coup #{first}" in page and "s behind the main database" in page
 
     on_pair.catch_up()
     caught = as_user(pitboss).get(reverse("audit-api-stats"), query).json()

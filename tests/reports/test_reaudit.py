@@ -221,14 +221,14 @@ def test_the_run_says_up_to_which_coup_it_read(
     assert (p["alias"], p["replica"], p["coup"]) == ("default", False, last)
     assert p["text"] == replica.position_text(p)
     assert p["text"].startswith(f"Data up to coup #{last}, recorded at ")
-    assert p["text"].endswith("; read from the primary")
+    assert p["text"].endswith("; read from the main database")
     # the API and the page say it
     api = as_user(auditor).get(f"/api/v1/reports/reaudit/{run.pk}/").json()
     assert api["data_position"] == p
     client.force_login(auditor)
     page = client.get(reverse("reports:reaudit", args=[run.pk])).content.decode()
     assert f"Data up to coup #{last}, recorded at {p['coup_at']}" in page
-    assert "read from the primary" in page
+    assert "read from the main database" in page
 
 
 def test_a_run_position_is_its_chunks_most_conservative():
@@ -248,13 +248,13 @@ def test_a_run_position_is_its_chunks_most_conservative():
     assert (p["replica"], p["lag_seconds"], p["alias"]) == (True, "7.0",
                                                            "default,reports")
     assert p["read_at"] == "2025-03-03T22:59:59+01:00"
-    assert p["text"] == "Data up to coup #90, recorded at at 90; replica lag 7.0 s"
+    assert p["text"] == "Data up to coup #90, recorded at at 90; read from the reports copy, 7.0 s behind the main database"
     # a chunk that saw no coup at all is lower still
     assert run_position([chunk(5, "0.0"), chunk(None, "0.0")])["coup"] is None
     primary = run_position([chunk(7, None, "default"), chunk(8, None, "default")])
     assert (primary["coup"], primary["replica"], primary["alias"]) == (
         7, False, "default")
-    assert primary["text"].endswith("; read from the primary")
+    assert primary["text"].endswith("; read from the main database")
     assert run_position([]) == run_position([{}]) == {}
 
 

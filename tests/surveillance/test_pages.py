@@ -142,3 +142,33 @@ def test_french(done_run, manager, pitboss):
     flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
     html = client_for(pitboss, "fr").get(f"/floor/flags/{flag.pk}/").content.decode()
     assert "Éléments" in html
+
+
+def test_the_bankers_are_named_and_the_default_period_has_today(
+        done_run, manager):
+    """A banker reads as a person would say him (his player card, or his seat
+    at a table on a gaming day), never as "seat:4@session:2"; the form's
+    default period ends today, so that a first run sees today's play."""
+    from datetime import timedelta
+
+    from audit.pages.surveillance import subject_label
+    from audit.reports.views import current_gaming_day
+    from tables.models import TableSession
+
+    r = client_for(manager).get("/floor/surveillance/")
+    html = r.content.decode()
+    bankers = r.context["bankers"]
+    assert bankers
+    for b in bankers:
+        assert "@" not in b["label"] and "session:" not in b["label"], b
+    session = TableSession.objects.select_related("table").first()
+    assert subject_label(f"seat:4@session:{session.pk}", {}, {}, {
+        session.pk: (session.table.name, session.gaming_day.isoformat())}) == (
+        f"seat 4, {session.table.name}, {session.gaming_day.isoformat()}")
+    assert subject_label("card:P0105", {}, {}) == "card P0105"
+    table = bankers[0]["label"]
+    assert f"<td>{table}</td>" in html
+    today, _ = current_gaming_day()
+    assert f'name="to_day" value="{today.isoformat()}"' in html
+    start = (today - timedelta(days=6)).isoformat()
+    assert f'name="from_day" value="{start}"' in html
