@@ -248,7 +248,8 @@ def test_a_run_position_is_its_chunks_most_conservative():
     assert (p["replica"], p["lag_seconds"], p["alias"]) == (True, "7.0",
                                                            "default,reports")
     assert p["read_at"] == "2025-03-03T22:59:59+01:00"
-    assert p["text"] == "Data up to coup #90, recorded at at 90; read from the reports copy, 7.0 s behind the main database"
+    assert p["text"] == ("Data up to coup #90, recorded at at 90; read from the "
+                         "reports copy, 7.0 s behind the main database")
     # a chunk that saw no coup at all is lower still
     assert run_position([chunk(5, "0.0"), chunk(None, "0.0")])["coup"] is None
     primary = run_position([chunk(7, None, "default"), chunk(8, None, "default")])
