@@ -280,7 +280,8 @@
     }
     const t = twoCardTotals();
     const natural = t.p >= 8 || t.b >= 8;
-    const pa = C.punterAction(Math.min(t.p, 7));
+    // the house's prescription turns an optional cell into a draw or a stand
+    const pa = C.houseAction(C.punterAction(Math.min(t.p, 7)), S.prescriptions, "punter").action;
     let third;
     if (cards.p3) third = C.point(cards.p3);
     else if (natural || cards.b3 || steps.includes("stand") || pa === "S") third = null;
@@ -290,7 +291,8 @@
     if (third === undefined) {
       return { slot: "p3", kind: pa === "O" ? "punter_choice" : "deal", third: third };
     }
-    const ba = C.bankerAction(S.tableau, t.b, third);
+    const ba = C.houseAction(C.bankerAction(S.tableau, t.b, third), S.prescriptions,
+      "banker", t.b, third).action;
     if (ba === "S") return { slot: null, kind: "complete", third: third };
     return { slot: "b3", kind: ba === "O" ? "banker_choice" : "deal", third: third };
   }
@@ -532,6 +534,16 @@
         "fd_banker_" + (drew ? "drew" : "stood") + (standing ? "_standing" : "_against");
       return fmt(T[key], { b2: f.banker_total, third: f.punter_third });
     }
+    if (f.code === "house_choice") {
+      const drew = f.actual === "draw";
+      if (f.side === "punter") {
+        return fmt(drew ? T.hc_punter_drew : T.hc_punter_stood, { p2: f.punter_total });
+      }
+      const standing = f.punter_third === null || f.punter_third === undefined;
+      const key =
+        "hc_banker_" + (drew ? "drew" : "stood") + (standing ? "_standing" : "_against");
+      return fmt(T[key], { b2: f.banker_total, third: f.punter_third });
+    }
     if (f.code === "draw_after_natural" && totals) {
       const total = f.natural === "punter" ? totals.p : totals.b;
       return fmt(T["dan_" + f.side + "_" + f.natural], { card: cardText(f.card), total: total });
@@ -706,6 +718,21 @@
     document.querySelector(".pad").classList.toggle("all-in", kind === "complete");
   }
 
+  /** "Banker must draw", "Banker may choose", "Banker must draw (house
+   *  rule)": a rule as houseAction() gives it. */
+  function ruleText(side, rule) {
+    const which = { D: "_must_draw", O: "_may_choose", S: "_must_stand" }[rule.action];
+    return T[side + which + (rule.house ? "_house" : "")];
+  }
+
+  /** The coup as dealt, judged as the server will: the engine's findings and
+   *  the house's (an optional cell played against its prescription). */
+  function judge() {
+    const v = C.evaluate(hand("p"), hand("b"), S.tableau);
+    v.findings = v.findings.concat(C.houseFindings(v, S.prescriptions));
+    return v;
+  }
+
   function renderGuidance() {
     const lines = [];
     const step = nextStep();
@@ -716,25 +743,19 @@
         const who = totals.p >= 8 ? "punter" : "banker";
         lines.push(["natural", fmt(T["natural_" + who], { total: who === "punter" ? totals.p : totals.b })]);
       } else {
-        const pa = C.punterAction(totals.p);
-        lines.push([
-          "rule",
-          { D: T.punter_must_draw, O: T.punter_may_choose, S: T.punter_must_stand }[pa],
-        ]);
+        const pa = C.houseAction(C.punterAction(totals.p), S.prescriptions, "punter");
+        lines.push(["rule", ruleText("punter", pa)]);
         const third = step.third;
         if (third === undefined) {
           lines.push(["rule", T.banker_waits]);
         } else {
-          const ba = C.bankerAction(S.tableau, totals.b, third);
+          const ba = C.houseAction(C.bankerAction(S.tableau, totals.b, third),
+            S.prescriptions, "banker", totals.b, third);
           const context = third === null ? T.punter_stood_on : fmt(T.against, { value: third });
-          lines.push([
-            "rule",
-            { D: T.banker_must_draw, O: T.banker_may_choose, S: T.banker_must_stand }[ba] +
-              " (" + totals.b + ", " + context + ")",
-          ]);
+          lines.push(["rule", ruleText("banker", ba) + " (" + totals.b + ", " + context + ")"]);
         }
       }
-      const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
+      const verdict = judge();
       if (!step.slot) {
         for (const f of verdict.findings) lines.push(["warn", findingText(f, totals)]);
       }
@@ -966,12 +987,16 @@
       return showAlert(problem.text);
     }
     if (pendingRank) pendingRank = null;
-    const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
+    const verdict = judge();
     const totals = twoCardTotals();
     const warnings = verdict.findings.map((f) => findingText(f, totals));
     if (view.cardsLeft < 7) warnings.push(fmt(T.shoe_empty, { n: view.cardsLeft }));
     if (warnings.length) {
       pendingVerdict = verdict;
+      // a house rule played against, and no tableau finding: say which
+      const house = verdict.findings.length &&
+        verdict.findings.every((f) => f.code === "house_choice");
+      $("confirm-title").textContent = house ? T.confirm_house : T.confirm_tableau;
       const ul = $("confirm-findings");
       ul.replaceChildren(...warnings.map((w) => el("li", { text: w + " " + T.record_as_happened })));
       $("confirm").showModal();

@@ -114,6 +114,9 @@ def shoe_state(shoe: Shoe) -> dict:
             "hold_on_error": rules.hold_on_error,
         },
         "tableau": rules.tableau.as_engine().to_dict(),
+        # the optional cells this house prescribes (house rules): the pad
+        # guides to them and warns before saving against them
+        "prescriptions": rules.prescriptions.to_dict(),
         "turn": turn_dict(turn),
         "last_turn": turn_dict(last_turn),
         "passed_bank": _money(offer),
@@ -147,6 +150,11 @@ def js_strings() -> dict[str, str]:
         "banker_must_draw": _("Banker must draw"),
         "banker_may_choose": _("Banker may choose"),
         "banker_must_stand": _("Banker must stand"),
+        # an optional cell the house prescribes (house rules)
+        "punter_must_draw_house": _("Punter must draw (house rule)"),
+        "punter_must_stand_house": _("Punter must stand (house rule)"),
+        "banker_must_draw_house": _("Banker must draw (house rule)"),
+        "banker_must_stand_house": _("Banker must stand (house rule)"),
         "banker_waits": _("Banker: waiting for the punter"),
         "natural_punter": _("Natural {total} for the punter: nobody draws"),
         "natural_banker": _("Natural {total} for the banker: nobody draws"),
@@ -206,7 +214,26 @@ def js_strings() -> dict[str, str]:
             "Banker was dealt a third card ({card}) after the banker's natural "
             "{total}: it does not count."
         ),
+        # house_choice, word for word tables/chemmy/house.py's messages
+        "hc_punter_stood": _("Punter stood on {p2}: this house prescribes a draw."),
+        "hc_punter_drew": _("Punter drew on {p2}: this house prescribes standing."),
+        "hc_banker_stood_standing": _(
+            "Banker stood on {b2} with the punter standing: "
+            "this house prescribes a draw."
+        ),
+        "hc_banker_drew_standing": _(
+            "Banker drew on {b2} with the punter standing: "
+            "this house prescribes standing."
+        ),
+        "hc_banker_stood_against": _(
+            "Banker stood on {b2} against a {third}: this house prescribes a draw."
+        ),
+        "hc_banker_drew_against": _(
+            "Banker drew on {b2} against a {third}: this house prescribes standing."
+        ),
         "record_as_happened": _("Record it as it happened?"),
+        "confirm_tableau": _("The tableau disagrees"),
+        "confirm_house": _("The house rules disagree"),
         # stakes
         "seat_n": _("Seat {n}"),
         "standing_n": _("Standing {n}"),

@@ -143,3 +143,71 @@ def test_a_tied_stake_is_not_taken_back(page, live_server, signed_in, manager,
     stake(page, 3, 200)
     page.get_by_role("button", name="Save coup").click()
     recorded(page, 2)
+
+
+def test_a_prescribed_cell_is_guided_and_warned_before_saving(
+    page, live_server, signed_in, manager, croupier
+):
+    """Issue 24, item 1. Banker 3 against a 9 is prescribed a draw and the
+    punter's 5 a stand: the guidance says so ("must draw (house rule)"), and
+    a stand there (or a draw on 5) is warned before it is saved, as a false
+    draw is; recorded as it happened, it carries the house_choice finding."""
+    from tables.models import Finding
+
+    shoe = open_house(manager, croupier, punter_five="stand",
+                      banker_prescriptions={"3/9": "draw"})
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    guidance = page.get_by_role("status", name="Guidance")
+    stake(page, 3, 200)
+    deal(page, "2H", "3C", "KS", "QH", "9D")  # punter 2 draws a 9; banker 3
+    expect(guidance).to_contain_text("Banker must draw (house rule) (3, against a 9)")
+    expect(guidance).not_to_contain_text("may choose")
+    expect(guidance.locator(".g-next")).to_have_text("Next card: banker's third card")
+    expect(page.locator("#slot-b3")).to_have_class("slot slot-third target")
+    page.get_by_role("button", name="Save coup").click()  # he stands
+    dialog = page.locator("#confirm")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("#confirm-title")).to_have_text("The house rules disagree")
+    expect(dialog.locator("#confirm-findings")).to_have_text(
+        "Banker stood on 3 against a 9: this house prescribes a draw. "
+        "Record it as it happened?")
+    assert not Coup.objects.filter(shoe=shoe).exists()  # nothing sent yet
+    page.locator("#confirm-record").click()
+    recorded(page, 1)
+    (finding,) = Finding.objects.filter(coup__shoe=shoe, coup__seq=1)
+    assert (finding.code, finding.side) == ("house_choice", "banker")
+
+    # the punter's 5, prescribed a stand: he draws against the house
+    stake(page, 3, 200)
+    deal(page, "5H", "7C", "KS", "QH")
+    expect(guidance).to_contain_text("Punter must stand (house rule)")
+    expect(guidance).not_to_contain_text("may choose")
+    expect(guidance.locator(".g-next")).to_have_text("All cards in: save the coup")
+    page.get_by_role("button", name="Next card to punter").click()
+    deal(page, "3D")
+    page.get_by_role("button", name="Save coup").click()
+    expect(dialog.locator("#confirm-findings")).to_have_text(
+        "Punter drew on 5: this house prescribes standing. "
+        "Record it as it happened?")
+    page.locator("#confirm-record").click()
+    recorded(page, 2)
+    (finding,) = Finding.objects.filter(coup__shoe=shoe, coup__seq=2)
+    assert (finding.code, finding.side) == ("house_choice", "punter")
+
+
+def test_a_free_cell_still_lets_the_banker_choose(
+    page, live_server, signed_in, manager, croupier
+):
+    """The same cell at a house that prescribes nothing: the banker may
+    choose, and a stand is saved without a warning."""
+    shoe = open_house(manager, croupier, tie_rule="stay")
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    guidance = page.get_by_role("status", name="Guidance")
+    stake(page, 3, 200)
+    deal(page, "2H", "3C", "KS", "QH", "9D")
+    expect(guidance).to_contain_text("Banker may choose (3, against a 9)")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    assert Coup.objects.get(shoe=shoe).finding_count == 0
