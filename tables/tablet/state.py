@@ -112,6 +112,7 @@ def shoe_state(shoe: Shoe) -> dict:
             "maximum_bank": _money(rules.maximum_bank),
             "tie_rule": rules.tie_rule,
             "hold_on_error": rules.hold_on_error,
+            "hold_warnings": rules.hold_warnings or [],
         },
         "tableau": rules.tableau.as_engine().to_dict(),
         # the optional cells this house prescribes (house rules): the pad

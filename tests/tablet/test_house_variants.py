@@ -211,3 +211,58 @@ def test_a_free_cell_still_lets_the_banker_choose(
     page.get_by_role("button", name="Save coup").click()
     recorded(page, 1)
     assert Coup.objects.get(shoe=shoe).finding_count == 0
+
+
+def test_hold_on_error_stops_play_at_a_false_draw_when_the_house_says_so(
+    page, live_server, signed_in, manager, croupier
+):
+    """Issue 24, item 2: hold on error with false draws ticked. A normal
+    tablet coup with a false draw (the banker draws on 7), recorded as it
+    happened, holds the shoe: the next coup is refused before it is sent."""
+    from tables.models import Shoe
+
+    shoe = open_house(manager, croupier, hold_on_error=True,
+                      hold_warnings=["false_draw"])
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 3, 100)
+    deal(page, "3S", "7C", "3H", "KD")  # punter 6 stands, banker 7 stands
+    page.get_by_role("button", name="Next card to banker").click()
+    deal(page, "AD")  # ... but draws: a false draw
+    page.get_by_role("button", name="Save coup").click()
+    expect(page.locator("#confirm-findings")).to_contain_text(
+        "Banker drew on 7 with the punter standing: the tableau requires standing.")
+    page.locator("#confirm-record").click()
+    recorded(page, 1)
+    assert Shoe.objects.get(pk=shoe.pk).held_by_seq == 1
+    stake(page, 3, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    expect(page.locator("#alert")).to_have_text(
+        "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
+        "boss: he releases the shoe before the next coup.")
+    assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
+
+
+def test_without_false_draws_named_play_goes_on_after_one(
+    page, live_server, signed_in, manager, croupier
+):
+    """The versions written before the choice: hold on error alone holds on
+    critical findings only; a false draw is flagged and play goes on."""
+    from tables.models import Shoe
+
+    shoe = open_house(manager, croupier, hold_on_error=True)
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 3, 100)
+    deal(page, "3S", "7C", "3H", "KD")
+    page.get_by_role("button", name="Next card to banker").click()
+    deal(page, "AD")
+    page.get_by_role("button", name="Save coup").click()
+    page.locator("#confirm-record").click()
+    recorded(page, 1)
+    assert Shoe.objects.get(pk=shoe.pk).held_by_seq is None
+    stake(page, 3, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)
