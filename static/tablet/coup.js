@@ -387,7 +387,7 @@
   }
 
   function tapSeat(n) {
-    if (n === view.bankerSeat) return;
+    if (n === view.bankerSeat || stopped()) return;
     let i = stakes.findIndex((s) => s.seat === n);
     if (i < 0) {
       stakes.push({ seat: n, standing: null, amount: currentAmount, announcement: "none" });
@@ -473,6 +473,7 @@
 
   function tapRank(r) {
     hideAlert();
+    if (stopped()) return; // the pad is locked: the stop says why
     if (!target()) {
       showAlert(cardCount() >= 6 ? T.cards_full : T.all_in_more);
       return;
@@ -482,7 +483,7 @@
   }
 
   function tapSuit(s) {
-    if (!pendingRank) return;
+    if (!pendingRank || stopped()) return;
     const slot = target();
     if (!slot) return;
     cards[slot] = pendingRank + s;
@@ -554,6 +555,7 @@
   // ---- rendering -----------------------------------------------------------------
 
   function render() {
+    stopLock(false);
     view = derive();
     renderBar();
     renderSeats();
@@ -562,6 +564,46 @@
     renderGuidance();
     renderNet();
     renderHeld();
+    renderStopped();
+  }
+
+  /** House rule hold on error: play is stopped at this shoe (the server's
+   *  state says so from the moment the coup screen opens). */
+  function stopped() {
+    return !!S.shoe.held_by_seq;
+  }
+
+  /** Every button and field of the stakes and the pad, disabled while play is
+   *  stopped; what this disabled (and only that) is enabled again after. */
+  function stopLock(on) {
+    const all = document.querySelectorAll(
+      ".col-stakes button, .col-stakes input, .col-cards button");
+    all.forEach(function (b) {
+      if (on) {
+        if (!b.disabled) {
+          b.disabled = true;
+          b.dataset.stopLocked = "1";
+        }
+      } else if (b.dataset.stopLocked) {
+        b.disabled = false;
+        delete b.dataset.stopLocked;
+      }
+    });
+  }
+
+  function renderStopped() {
+    const box = $("stopped");
+    document.body.classList.toggle("play-stopped", stopped());
+    if (!stopped()) {
+      box.hidden = true;
+      return;
+    }
+    const held = S.shoe.held || {};
+    $("stopped-text").textContent = fmt(T.stopped, { n: S.shoe.held_by_seq });
+    $("stopped-findings").replaceChildren(
+      ...(held.findings || []).map((f) => el("li", { text: f })));
+    box.hidden = false;
+    stopLock(true);
   }
 
   function renderBar() {
@@ -1464,6 +1506,8 @@
   window.addEventListener("offline", render);
   setInterval(function () {
     if (queue().length && !paused) flush();
+    // a stopped shoe: unlock as soon as the pit boss has released it
+    else if (stopped() && navigator.onLine) refreshState().then(render);
   }, 5000);
 
   // On load: show the last coup, then send anything a reload left waiting.

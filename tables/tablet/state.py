@@ -15,6 +15,7 @@ from django.utils.translation import pgettext
 from ..cards import card_strings
 from ..models import BankerTurn, Coup, Shoe
 from ..services import next_seat, passed_bank_offer
+from ..services.holds import hold_of
 from ..wording import result_strings
 
 
@@ -99,6 +100,8 @@ def shoe_state(shoe: Shoe) -> dict:
             "cards_left": shoe.cards_left,
             "open": shoe.is_open,
             "held_by_seq": shoe.held_by_seq,
+            # what stopped play (house rule hold on error), shown at once
+            "held": hold_of(shoe),
         },
         "session": {"id": session.pk, "open": session.is_open},
         "table": {"id": table.pk, "name": table.name, "seats": table.seats},
@@ -361,6 +364,11 @@ def js_strings() -> dict[str, str]:
         "refused_shoe_held": _(
             "Play is stopped at this shoe: coup {n} has a serious finding. "
             "Call the pit boss: he releases the shoe before the next coup."
+        ),
+        "stopped": _(
+            "Play is stopped at this shoe: coup {n} has a finding that stops "
+            "play (house rule: hold on error). Call the pit boss: he releases "
+            "the shoe, then this screen unlocks."
         ),
         "refused_shoe_closed": _(
             "This shoe is closed: the coup cannot go into it. Call the pit boss."

@@ -86,12 +86,17 @@ def test_a_held_shoe_refuses_the_next_coup_in_words(
     assert r.status_code == 201
     signed_in(croupier)
     page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
-    stake(page, 3, 100)
-    deal(page, "2H", "9S", "KD", "QC")
-    page.get_by_role("button", name="Save coup").click()
-    expect(page.locator("#alert")).to_have_text(
-        "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
-        "boss: he releases the shoe before the next coup.")
+    # issue 24, item 3: said at once, the pad locked, nothing can be sent
+    stop = page.locator("#stopped")
+    expect(stop.locator("#stopped-text")).to_have_text(
+        "Play is stopped at this shoe: coup 1 has a finding that stops play "
+        "(house rule: hold on error). Call the pit boss: he releases the shoe, "
+        "then this screen unlocks.")
+    expect(stop.locator("#stopped-findings")).to_have_text(
+        "The croupier declared a bank of 900.00; the bank carried forward is "
+        "1000.00.")
+    expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
+    page.keyboard.press("Enter")
     assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
 
 
@@ -235,12 +240,12 @@ def test_hold_on_error_stops_play_at_a_false_draw_when_the_house_says_so(
     page.locator("#confirm-record").click()
     recorded(page, 1)
     assert Shoe.objects.get(pk=shoe.pk).held_by_seq == 1
-    stake(page, 3, 100)
-    deal(page, "2H", "9S", "KD", "QC")
-    page.get_by_role("button", name="Save coup").click()
-    expect(page.locator("#alert")).to_have_text(
-        "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
-        "boss: he releases the shoe before the next coup.")
+    # the stop is shown at once and the pad is locked: no next coup
+    expect(page.locator("#stopped")).to_contain_text(
+        "Banker drew on 7 with the punter standing: the tableau requires standing.")
+    expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
+    expect(page.get_by_role("button", name="Seat 3", exact=True)).to_be_disabled()
+    page.keyboard.press("Enter")
     assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent
 
 
@@ -266,3 +271,87 @@ def test_without_false_draws_named_play_goes_on_after_one(
     deal(page, "2H", "9S", "KD", "QC")
     page.get_by_role("button", name="Save coup").click()
     recorded(page, 2)
+
+
+def test_a_held_shoe_is_seen_at_once_and_released_from_the_banner(
+    page, browser, live_server, signed_in, manager, croupier, pitboss, as_user
+):
+    """Issue 24, item 3. A false draw holds the shoe (hold on error, false
+    draws named). Opening the coup screen shows the stop at once, with the
+    finding, and the pad is locked; the floor and the review queue carry a
+    banner naming the table, the finding and a link to release; the pit
+    boss releases it there and the tablet unlocks by itself."""
+    from tables.models import Shoe
+
+    from .conftest import sign_in_cookie
+
+    shoe = open_house(manager, croupier, hold_on_error=True,
+                      hold_warnings=["false_draw"])
+    r = as_user(croupier).post(f"/api/v1/shoes/{shoe.pk}/coups/", {
+        "punter": ["3S", "3H"], "banker": ["7C", "KD", "AD"],
+        "stakes": [{"seat": 2, "amount": "100.00"}]}, format="json")
+    assert r.status_code == 201 and Shoe.objects.get(pk=shoe.pk).held_by_seq == 1
+    finding = ("Banker drew on 7 with the punter standing: the tableau requires "
+               "standing.")
+
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stop = page.locator("#stopped")
+    expect(stop).to_be_visible()  # before anything is entered
+    expect(stop).to_contain_text("Play is stopped at this shoe: coup 1 has a "
+                                 "finding that stops play")
+    expect(stop).to_contain_text(finding)
+    expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
+    expect(page.get_by_role("button", name="Seat 3", exact=True)).to_be_disabled()
+    pad = page.get_by_role("group", name="Card pad")
+    expect(pad.locator("[data-rank]").first).to_be_disabled()
+    page.keyboard.press("7")  # the keyboard does not deal either
+    expect(page.locator("#slot-p1")).to_have_text("")
+
+    boss = browser.new_context().new_page()
+    sign_in_cookie(boss, live_server, pitboss)
+    for url in ("/floor/", "/floor/queue/"):
+        boss.goto(f"{live_server.url}{url}")
+        banner = boss.get_by_role("alert", name="Play stopped")
+        expect(banner).to_contain_text("Play is stopped at Club (shoe n° 1)")
+        expect(banner).to_contain_text(finding)
+        expect(banner.get_by_role("link", name="coup 1")).to_be_visible()
+    banner.get_by_role("link", name="Release the shoe").click()
+    held = boss.locator(f"#held-{shoe.pk}")
+    held.get_by_label("Reason").fill("false draw seen with the banker")
+    held.get_by_role("button", name="Release the shoe").click()
+    released = "Club: the shoe is released; play goes on."
+    expect(boss.get_by_text(released)).to_be_visible()
+    assert Shoe.objects.get(pk=shoe.pk).held_by_seq is None
+    boss.goto(f"{live_server.url}/floor/")
+    expect(boss.get_by_role("alert", name="Play stopped")).to_have_count(0)
+    boss.context.close()
+
+    # the tablet learns of the release by itself (it asks every 5 s)
+    expect(stop).to_be_hidden(timeout=12_000)
+    expect(page.get_by_role("button", name="Save coup")).to_be_enabled()
+    stake(page, 3, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)
+
+
+def test_a_coup_that_holds_the_shoe_shows_the_stop_at_once(
+    page, live_server, signed_in, manager, croupier
+):
+    """The croupier's own coup holds the shoe: the stop shows as soon as the
+    server has answered, not at the next Save."""
+    shoe = open_house(manager, croupier, hold_on_error=True,
+                      hold_warnings=["false_draw"])
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    expect(page.locator("#stopped")).to_be_hidden()
+    stake(page, 3, 100)
+    deal(page, "3S", "7C", "3H", "KD")
+    page.get_by_role("button", name="Next card to banker").click()
+    deal(page, "AD")
+    page.get_by_role("button", name="Save coup").click()
+    page.locator("#confirm-record").click()
+    recorded(page, 1)
+    expect(page.locator("#stopped")).to_be_visible()
+    expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
