@@ -274,7 +274,8 @@ def test_without_false_draws_named_play_goes_on_after_one(
 
 
 def test_a_held_shoe_is_seen_at_once_and_released_from_the_banner(
-    page, browser, live_server, signed_in, manager, croupier, pitboss, as_user
+    page, browser, live_server, signed_in, manager, croupier, pitboss, as_user,
+    screenshot
 ):
     """Issue 24, item 3. A false draw holds the shoe (hold on error, false
     draws named). Opening the coup screen shows the stop at once, with the
@@ -307,6 +308,7 @@ def test_a_held_shoe_is_seen_at_once_and_released_from_the_banner(
     expect(pad.locator("[data-rank]").first).to_be_disabled()
     page.keyboard.press("7")  # the keyboard does not deal either
     expect(page.locator("#slot-p1")).to_have_text("")
+    shots = screenshot("tablet-held-shoe").parent
 
     boss = browser.new_context().new_page()
     sign_in_cookie(boss, live_server, pitboss)
@@ -316,6 +318,8 @@ def test_a_held_shoe_is_seen_at_once_and_released_from_the_banner(
         expect(banner).to_contain_text("Play is stopped at Club (shoe n° 1)")
         expect(banner).to_contain_text(finding)
         expect(banner.get_by_role("link", name="coup 1")).to_be_visible()
+        name = url.strip("/").replace("/", "-")
+        boss.screenshot(path=str(shots / f"held-banner-{name}.png"))
     banner.get_by_role("link", name="Release the shoe").click()
     held = boss.locator(f"#held-{shoe.pk}")
     held.get_by_label("Reason").fill("false draw seen with the banker")
