@@ -188,6 +188,9 @@
       })) : null,
       nextBanker: S.next_banker_seat,
       waiting: 0,
+      // house rule hold on error: the coup that stopped play, and its findings
+      heldBy: S.shoe.held_by_seq || null,
+      heldFindings: S.shoe.held ? S.shoe.held.findings : [],
     };
     for (const e of mine(queue())) {
       if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
@@ -198,6 +201,10 @@
       v.bank = p.bank_after;
       v.suivi = p.suivi;
       v.tied = p.tied || null;
+      if (p.holds && !v.heldBy) {
+        v.heldBy = e.body.expected_seq; // the server will hold it too
+        v.heldFindings = p.holds;
+      }
       if (p.turn_ends) {
         v.turnOpen = false;
         v.nextBanker = p.next_banker_seat;
@@ -570,7 +577,7 @@
   /** House rule hold on error: play is stopped at this shoe (the server's
    *  state says so from the moment the coup screen opens). */
   function stopped() {
-    return !!S.shoe.held_by_seq;
+    return !!view.heldBy;
   }
 
   /** Every button and field of the stakes and the pad, disabled while play is
@@ -598,10 +605,9 @@
       box.hidden = true;
       return;
     }
-    const held = S.shoe.held || {};
-    $("stopped-text").textContent = fmt(T.stopped, { n: S.shoe.held_by_seq });
+    $("stopped-text").textContent = fmt(T.stopped, { n: view.heldBy });
     $("stopped-findings").replaceChildren(
-      ...(held.findings || []).map((f) => el("li", { text: f })));
+      ...(view.heldFindings || []).map((f) => el("li", { text: f })));
     box.hidden = false;
     stopLock(true);
   }
@@ -972,6 +978,10 @@
   }
 
   function provisional(verdict) {
+    const also = S.rules.hold_warnings || [];
+    const holding = S.rules.hold_on_error
+      ? verdict.findings.filter((f) => f.severity === "critical" || also.includes(f.code))
+      : [];
     const cov = C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats,
       S.rules.cover_rule, maximumBank());
     const st = C.settle(verdict.outcome, cov, S.rules.commission_rate,
@@ -1005,6 +1015,9 @@
       cards_left: view.cardsLeft - hand("p").length - hand("b").length,
       stakes: stakes.map((s, i) => ({ label: stakeName(s), payout: st.payouts[i] })),
       findings: verdict.findings.map((f) => findingText(f, totals)),
+      // house rule hold on error: the findings that will stop play (the
+      // tablet stops at once, offline too; the server's state confirms it)
+      holds: holding.length ? holding.map((f) => findingText(f, totals)) : null,
     };
   }
 
@@ -1018,7 +1031,7 @@
     hideAlert();
     if (paused) return;
     // House rule hold_on_error: a critical finding stopped play at this shoe.
-    if (S.shoe.held_by_seq) return showAlert(fmt(T.refused_shoe_held, { n: S.shoe.held_by_seq }));
+    if (stopped()) return showAlert(fmt(T.refused_shoe_held, { n: view.heldBy }));
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);

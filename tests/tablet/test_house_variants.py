@@ -343,19 +343,48 @@ def test_a_held_shoe_is_seen_at_once_and_released_from_the_banner(
 def test_a_coup_that_holds_the_shoe_shows_the_stop_at_once(
     page, live_server, signed_in, manager, croupier
 ):
-    """The croupier's own coup holds the shoe: the stop shows as soon as the
-    server has answered, not at the next Save."""
+    """The croupier's own coup holds the shoe: the stop shows as soon as it
+    is saved, before the server has answered (here the Wi-Fi is down), not
+    at the next Save; the server's answer keeps it, a reload too."""
+    from tables.models import Shoe
+
     shoe = open_house(manager, croupier, hold_on_error=True,
                       hold_warnings=["false_draw"])
     signed_in(croupier)
     page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
-    expect(page.locator("#stopped")).to_be_hidden()
+    stop = page.locator("#stopped")
+    expect(stop).to_be_hidden()
     stake(page, 3, 100)
     deal(page, "3S", "7C", "3H", "KD")
     page.get_by_role("button", name="Next card to banker").click()
     deal(page, "AD")
+    page.context.set_offline(True)
     page.get_by_role("button", name="Save coup").click()
     page.locator("#confirm-record").click()
-    recorded(page, 1)
-    expect(page.locator("#stopped")).to_be_visible()
+    expect(stop).to_contain_text("coup 1 has a finding that stops play")
+    expect(stop).to_contain_text("Banker drew on 7 with the punter standing")
     expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
+    assert Shoe.objects.get(pk=shoe.pk).held_by_seq is None  # not sent yet
+    page.context.set_offline(False)
+    recorded(page, 1)
+    assert Shoe.objects.get(pk=shoe.pk).held_by_seq == 1
+    expect(stop).to_be_visible()
+    page.reload()
+    expect(stop).to_contain_text("Banker drew on 7 with the punter standing")
+    expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
+
+
+def test_a_coup_that_does_not_hold_leaves_the_pad_open(
+    page, live_server, signed_in, manager, croupier
+):
+    """Hold on error with false draws named: a clean coup stops nothing."""
+    shoe = open_house(manager, croupier, hold_on_error=True,
+                      hold_warnings=["false_draw"])
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    stake(page, 3, 100)
+    deal(page, "2H", "9S", "KD", "QC")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    expect(page.locator("#stopped")).to_be_hidden()
+    expect(page.get_by_role("button", name="Save coup")).to_be_enabled()
