@@ -43,6 +43,15 @@ HOLD_WARNINGS = {
 }
 
 
+# ... and as the versions column says them, in short
+HOLD_WARNINGS_SHORT = {
+    "false_draw": gettext_lazy("false draw"),
+    "house_choice": gettext_lazy("house choice"),
+    "draw_after_natural": gettext_lazy("card after a natural"),
+    "deal_below_seven": gettext_lazy("below 7 cards"),
+}
+
+
 def _in_force(table: Table) -> HouseRules | None:
     session = table.sessions.filter(closed_at__isnull=True).first()
     if session is not None:
@@ -88,7 +97,7 @@ def _versions(table: Table) -> list[dict]:
         if isinstance(log.new, dict)
     }
     return [{"rules": r, "reason": reasons.get(r.version, ""),
-             "holds": [HOLD_WARNINGS.get(c, c) for c in r.hold_warnings or ()]}
+             "holds": [HOLD_WARNINGS_SHORT.get(c, c) for c in r.hold_warnings or ()]}
             for r in rows]
 
 

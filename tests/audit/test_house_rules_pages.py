@@ -79,7 +79,7 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     assert (new.hold_on_error, new.hold_warnings) == (
         True, ["draw_after_natural", "false_draw"])
     listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
-    assert "also: a third card dealt after a natural, a false draw" in listing
+    assert "hold on error (also: card after a natural, false draw)" in listing
     assert 'value="false_draw" checked' in listing
     # none ticked: critical findings only again
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
