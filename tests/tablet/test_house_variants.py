@@ -388,3 +388,38 @@ def test_a_coup_that_does_not_hold_leaves_the_pad_open(
     recorded(page, 1)
     expect(page.locator("#stopped")).to_be_hidden()
     expect(page.get_by_role("button", name="Save coup")).to_be_enabled()
+
+
+def test_in_french_the_house_rule_and_the_stop_are_french(
+    page, live_server, signed_in, manager, croupier, screenshot
+):
+    """A French croupier: the prescribed cell's guidance, the warning before
+    saving, and the stop after a coup that holds, all in French."""
+    from .test_i18n import set_language
+
+    set_language(croupier, "fr")
+    shoe = open_house(manager, croupier, banker_prescriptions={"3/9": "draw"},
+                      hold_on_error=True, hold_warnings=["house_choice"])
+    signed_in(croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    guidance = page.locator("#guidance")
+    page.get_by_role("button", name="Place 3", exact=True).click()
+    page.locator('[data-amount="200.00"]').click()
+    page.keyboard.type("2h3ckSqh9d")  # punter 2 draws a 9; banker 3
+    expect(guidance).to_contain_text(
+        "Le banquier doit tirer (règle de la maison) (3, contre un 9)")
+    page.locator("#save").click()
+    expect(page.locator("#confirm-title")).to_have_text(
+        "Le règlement de la maison dit autre chose")
+    expect(page.locator("#confirm-findings")).to_contain_text(
+        "Le banquier est resté à 3 contre un 9 : la maison impose de tirer.")
+    page.locator("#confirm-record").click()
+    stop = page.locator("#stopped")
+    expect(stop).to_contain_text("Le jeu est arrêté à ce sabot : le coup 1")
+    expect(stop).to_contain_text(
+        "Le banquier est resté à 3 contre un 9 : la maison impose de tirer.")
+    recorded(page, 1)
+    page.reload()  # the server's words, in French
+    expect(stop).to_contain_text(
+        "Le banquier est resté à 3 contre un 9 : la maison impose de tirer.")
+    screenshot("tablet-held-shoe-fr")
