@@ -51,6 +51,40 @@ def _false_draw(side: str, d: Mapping) -> str | None:
     return text.format(b2=d.get("banker_total"), third=d.get("punter_third"))
 
 
+def _house_choice(side: str, d: Mapping) -> str | None:
+    """An optional cell played against the house's prescription
+    (tables/chemmy/house.py words it in English, the tablet as here)."""
+    drew = d.get("actual") == "draw"
+    if side == "punter":
+        text = (
+            _("Punter drew on {p2}: this house prescribes standing.")
+            if drew
+            else _("Punter stood on {p2}: this house prescribes a draw.")
+        )
+        return text.format(p2=d.get("punter_total"))
+    if d.get("punter_third") is None:
+        text = (
+            _(
+                "Banker drew on {b2} with the punter standing: "
+                "this house prescribes standing."
+            )
+            if drew
+            else _(
+                "Banker stood on {b2} with the punter standing: "
+                "this house prescribes a draw."
+            )
+        )
+    else:
+        text = (
+            _("Banker drew on {b2} against a {third}: this house prescribes standing.")
+            if drew
+            else _(
+                "Banker stood on {b2} against a {third}: this house prescribes a draw."
+            )
+        )
+    return text.format(b2=d.get("banker_total"), third=d.get("punter_third"))
+
+
 def _after_natural(side: str, d: Mapping, coup) -> str | None:
     natural = d.get("natural")
     if coup is None or natural not in ("punter", "banker"):
@@ -88,6 +122,8 @@ def finding_text(finding, coup=None) -> str:
     try:
         if finding.code == "false_draw":
             text = _false_draw(finding.side, detail)
+        elif finding.code == "house_choice":
+            text = _house_choice(finding.side, detail)
         elif finding.code == "draw_after_natural":
             text = _after_natural(finding.side, detail, coup)
     except (KeyError, TypeError, ValueError):  # an older detail's shape

@@ -138,6 +138,11 @@ class HouseRules(AppendOnlyModel):
     # None (not {}) when none is, so the default stays out of the digest.
     banker_prescriptions = models.JSONField(null=True, blank=True, default=None)
     hold_on_error = models.BooleanField(default=False)
+    # Under hold on error, the warnings that stop play too, by finding code
+    # (["false_draw", ...], sorted); a critical finding always does. None
+    # (not []) when none does: the versions written before this field hold
+    # on critical findings alone, and their digests stay as they were.
+    hold_warnings = models.JSONField(null=True, blank=True, default=None)
     # The first gaming day this version may be played on (None: from the
     # table's next session). Never earlier than the day it was written.
     effective_from = models.DateField(null=True, blank=True, default=None)
@@ -155,6 +160,21 @@ class HouseRules(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.table} rules v{self.version}"
+
+    # The warnings a house may let stop play (hold_warnings), in the order
+    # the house-rules page lists them.
+    HOLDABLE_WARNINGS = (
+        "false_draw", "house_choice", "draw_after_natural", "deal_below_seven",
+    )
+
+    def stops_play(self, findings) -> bool:
+        """House rule "hold on error": whether these findings (anything with
+        .code and .severity) hold the shoe. Off: never. On: a critical
+        finding, or a warning the house named in hold_warnings."""
+        if not self.hold_on_error:
+            return False
+        also = set(self.hold_warnings or ())
+        return any(f.severity == "critical" or f.code in also for f in findings)
 
     # -- as the engine takes them (tables.chemmy keeps no Django) -------------
 

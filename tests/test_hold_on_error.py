@@ -21,11 +21,11 @@ def post(client, url, body):
 
 @pytest.fixture
 def held_table(as_user, manager, croupier):
-    def make(hold: bool):
+    def make(hold: bool, **rules):
         m = as_user(manager)
-        table = post(m, "/api/v1/tables/", {"name": f"Hold {hold}"}).json()
+        table = post(m, "/api/v1/tables/", {"name": f"Hold {hold} {rules}"}).json()
         r = post(m, f"/api/v1/tables/{table['id']}/rules/",
-                 {"reason": "stop at the mistake", "hold_on_error": hold})
+                 {"reason": "stop at the mistake", "hold_on_error": hold, **rules})
         assert r.status_code == 201, r.json()
         c = as_user(croupier)
         session = post(c, f"/api/v1/tables/{table['id']}/sessions/", {}).json()
@@ -125,3 +125,50 @@ def test_release_is_a_pit_bosss_alone_on_every_path(held_table, as_user, manager
     with pytest.raises(Forbidden):
         shoe_release(shoe=shoe_id, user=manager, reason="from a script")
     assert Shoe.objects.get(pk=shoe_id).held_by_seq == 1
+
+
+FALSE_DRAW = {"punter": ["3S", "3H"], "banker": ["7C", "KD", "AD"]}  # banker draws on 7
+
+
+def test_the_house_chooses_the_warnings_that_stop_play_too(held_table):
+    """Issue 24, item 2: hold on error with false draws named: a false draw
+    holds the shoe as a critical finding does, and the API says so."""
+    c, shoe_id = held_table(True, hold_warnings=["false_draw"])
+    r = coup(c, shoe_id, **FALSE_DRAW)
+    assert r.status_code == 201, r.json()
+    assert [f["code"] for f in r.json()["findings"]] == ["false_draw"]
+    assert Shoe.objects.get(pk=shoe_id).held_by_seq == 1
+    refused = coup(c, shoe_id)
+    assert refused.status_code == 409 and refused.json()["code"] == "shoe_held"
+    # a warning the house did not name does not hold: a house choice here
+    c, shoe_id = held_table(True, hold_warnings=["house_choice"])
+    assert coup(c, shoe_id, **FALSE_DRAW).status_code == 201
+    assert Shoe.objects.get(pk=shoe_id).held_by_seq is None
+
+
+def test_the_named_warnings_wait_for_hold_on_error(held_table):
+    c, shoe_id = held_table(False, hold_warnings=["false_draw"])
+    assert coup(c, shoe_id, **FALSE_DRAW).status_code == 201
+    assert Shoe.objects.get(pk=shoe_id).held_by_seq is None
+
+
+def test_hold_warnings_are_a_version_of_the_rules(as_user, manager, table):
+    """Written sorted, shown by the API, kept by a later version that does
+    not name them, cleared by an empty list; the versions written before
+    the field hold on critical findings alone."""
+    m = as_user(manager)
+    url = f"/api/v1/tables/{table.pk}/rules/"
+    assert table.rules.hold_warnings is None
+    r = post(m, url, {"reason": "stop on draws", "hold_on_error": True,
+                      "hold_warnings": ["house_choice", "false_draw"]})
+    assert r.status_code == 201, r.json()
+    assert r.json()["hold_warnings"] == ["false_draw", "house_choice"]
+    r = post(m, url, {"reason": "decks", "decks": 8})
+    assert r.json()["hold_warnings"] == ["false_draw", "house_choice"]
+    r = post(m, url, {"reason": "criticals only", "hold_warnings": []})
+    assert r.json()["hold_warnings"] == []
+    from tables.models import HouseRules
+
+    versions = HouseRules.objects.filter(table=table).order_by("version")
+    assert [v.hold_warnings for v in versions] == [
+        None, ["false_draw", "house_choice"], ["false_draw", "house_choice"], None]

@@ -178,6 +178,9 @@ BAD = [
     ({"banker_prescriptions": {"9/1": "draw"}}, "banker_prescriptions"),
     ({"banker_prescriptions": ["3/9"]}, "banker_prescriptions"),
     ({"hold_on_error": "yes"}, "hold_on_error"),
+    ({"hold_warnings": ["bank_mismatch"]}, "hold_warnings"),  # critical: always
+    ({"hold_warnings": ["no_such_code"]}, "hold_warnings"),
+    ({"hold_warnings": "false_draw"}, "hold_warnings"),
     ({"gaming_day_cutoff": 24}, "gaming_day_cutoff"),
     ({"false_draw_sanction": "flogging"}, "false_draw_sanction"),
     ({"tableau_version": "no-such-tableau"}, "tableau_version"),

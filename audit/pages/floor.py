@@ -24,6 +24,7 @@ from tables import services as floor_services
 from tables.api.views import device_of
 from tables.errors import ServiceError
 from tables.models import Table
+from tables.services.holds import held_shoes
 
 from .. import selectors, services, stats
 from ..forms import CroupierForm, QueueForm, StatsForm
@@ -39,10 +40,21 @@ def _floor_tables_html() -> str:
         "audit/_floor_tables.html", {"rows": selectors.floor_tables()}))
 
 
+def _held_html(request) -> str:
+    """The banner of the tables where play is stopped (house rule hold on
+    error): each held shoe's table, the finding and where to release it.
+    Read for each request (not shared: a release must clear it at once)."""
+    return render_to_string("audit/_held_banner.html", {
+        "held": held_shoes(),
+        "may_release": has_capability(request.user, "shoe.release"),
+    })
+
+
 @route_page
 def floor(request):
     services.flags_sync(wait=False)
     return render(request, "audit/floor.html", {
+        "held_html": _held_html(request),
         "tables_html": _floor_tables_html(),
         "closing_html": shared("closing", lambda: render_to_string(
             "audit/_floor_closing.html", {"closing": selectors.closing_work()})),
@@ -81,7 +93,7 @@ def session_open(request, pk: int):
 def floor_tables(request):
     """The part of the floor page htmx swaps in every few seconds."""
     services.flags_sync(wait=False)
-    return HttpResponse(_floor_tables_html())
+    return HttpResponse(_held_html(request) + _floor_tables_html())
 
 
 @route_page
@@ -112,6 +124,7 @@ def queue(request):
             "query": query})
 
     return render(request, "audit/queue.html", {
+        "held_html": _held_html(request),
         "body": shared("queue", build, f"{sorted(kept.items())}|{page_number}")})
 
 

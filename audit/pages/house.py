@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
@@ -27,6 +28,28 @@ CHOICE_FIELDS = ("commission_rounding", "tie_rule", "cover_rule", "punter_five",
                  "false_draw_sanction")
 TEXT_FIELDS = ("commission_rate", "commission_unit", "minimum_banco", "maximum_bank",
                "decks", "gaming_day_cutoff", "tableau_version")
+
+
+# House rule "hold on error": the warnings a house may let stop play too
+# (HouseRules.hold_warnings), as the page names them.
+HOLD_WARNINGS = {
+    "false_draw": gettext_lazy("a false draw (a card drawn or refused against the "
+                               "punter's rule or the tableau)"),
+    "house_choice": gettext_lazy("an optional cell played against the house's "
+                                 "prescription"),
+    "draw_after_natural": gettext_lazy("a third card dealt after a natural"),
+    "deal_below_seven": gettext_lazy("a coup begun with fewer than 7 cards in the "
+                                     "shoe"),
+}
+
+
+# ... and as the versions column says them, in short
+HOLD_WARNINGS_SHORT = {
+    "false_draw": gettext_lazy("false draw"),
+    "house_choice": gettext_lazy("house choice"),
+    "draw_after_natural": gettext_lazy("card after a natural"),
+    "deal_below_seven": gettext_lazy("below 7 cards"),
+}
 
 
 def _in_force(table: Table) -> HouseRules | None:
@@ -73,7 +96,9 @@ def _versions(table: Table) -> list[dict]:
             object_id=str(table.pk))
         if isinstance(log.new, dict)
     }
-    return [{"rules": r, "reason": reasons.get(r.version, "")} for r in rows]
+    return [{"rules": r, "reason": reasons.get(r.version, ""),
+             "holds": [HOLD_WARNINGS_SHORT.get(c, c) for c in r.hold_warnings or ()]}
+            for r in rows]
 
 
 def _page(request, table: Table, *, values=None, error=None, status=200):
@@ -82,6 +107,11 @@ def _page(request, table: Table, *, values=None, error=None, status=200):
         "table": table, "latest": latest, "in_force": _in_force(table),
         "versions": _versions(table), "cells": optional_cells(latest),
         "values": values or {}, "error": error,
+        "hold_warnings": [
+            {"code": code, "label": label,
+             "checked": code in (latest.hold_warnings or ())}
+            for code, label in HOLD_WARNINGS.items()
+        ],
         "choices": {
             "commission_rounding": HouseRules.Rounding.choices,
             "tie_rule": HouseRules.Tie.choices,
@@ -152,6 +182,8 @@ def _changes(post, current: HouseRules) -> dict:
             except InvalidOperation:
                 raise ServiceError(name, _("an amount such as 0.05")) from None
     out["hold_on_error"] = post.get("hold_on_error") == "on"
+    if "hold_warnings_shown" in post:  # the form's boxes, ticked or not
+        out["hold_warnings"] = post.getlist("hold_warnings") or None
     cells = {key[5:]: value for key, value in post.items() if key.startswith("cell:")}
     if cells or "punter_five" in post:
         out["banker_prescriptions"] = {k: v for k, v in cells.items() if v != "free"}

@@ -133,6 +133,62 @@
     });
   }
 
+  // ---- house rules: the optional cells a house prescribes ----------------
+
+  /** "draw" | "stand" | "free": what the house prescribes at the punter's 5
+   *  (side "punter") or at a banker's optional cell. prescriptions is the
+   *  server's Prescriptions.to_dict() ({punter_five, banker: {"3/9": ...}}). */
+  function prescribed(prescriptions, side, bankerTotal, third) {
+    if (!prescriptions) return "free";
+    if (side === "punter") return prescriptions.punter_five || "free";
+    const key = bankerTotal + "/" + (third === null || third === undefined ? "stood" : third);
+    return (prescriptions.banker || {})[key] || "free";
+  }
+
+  /** The action the pad plays: the rule's "O" becomes "D" or "S" where the
+   *  house prescribes the choice (house = true then). */
+  function houseAction(action, prescriptions, side, bankerTotal, third) {
+    if (action !== "O") return { action: action, house: false };
+    const p = prescribed(prescriptions, side, bankerTotal, third);
+    if (p === "free") return { action: "O", house: false };
+    return { action: p === "draw" ? "D" : "S", house: true };
+  }
+
+  function houseChoice(side, p2, b2, third, wanted, rule) {
+    return {
+      code: "house_choice",
+      severity: "warning",
+      side: side,
+      punter_total: p2,
+      banker_total: b2,
+      punter_third: third,
+      required: wanted,
+      actual: wanted === "draw" ? "stand" : "draw",
+      house_rule: rule,
+    };
+  }
+
+  /** house_choice findings for a verdict, as tables/chemmy/house.py's
+   *  house_findings: a free choice played against the house's prescription. */
+  function houseFindings(verdict, prescriptions) {
+    const found = [];
+    if (!prescriptions) return found;
+    const p2 = (point(verdict.punter[0]) + point(verdict.punter[1])) % 10;
+    const b2 = (point(verdict.banker[0]) + point(verdict.banker[1])) % 10;
+    const five = prescriptions.punter_five || "free";
+    if (verdict.punter_choice !== null && five !== "free" && verdict.punter_choice !== five) {
+      found.push(houseChoice("punter", p2, b2, null, five, "punter_five"));
+    }
+    if (verdict.banker_choice !== null) {
+      const key = b2 + "/" + (verdict.punter_third === null ? "stood" : verdict.punter_third);
+      const wanted = (prescriptions.banker || {})[key] || "free";
+      if (wanted !== "free" && verdict.banker_choice !== wanted) {
+        found.push(houseChoice("banker", p2, b2, verdict.punter_third, wanted, key));
+      }
+    }
+    return found;
+  }
+
   // ---- money --------------------------------------------------------------
 
   /** "1,234.5" / "1234.50" / 12 -> cents (integer), or null if not money. */
@@ -286,6 +342,9 @@
     punterAction: punterAction,
     bankerAction: bankerAction,
     evaluate: evaluate,
+    prescribed: prescribed,
+    houseAction: houseAction,
+    houseFindings: houseFindings,
     toCents: toCents,
     centsToString: centsToString,
     commission: commission,

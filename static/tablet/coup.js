@@ -188,6 +188,9 @@
       })) : null,
       nextBanker: S.next_banker_seat,
       waiting: 0,
+      // house rule hold on error: the coup that stopped play, and its findings
+      heldBy: S.shoe.held_by_seq || null,
+      heldFindings: S.shoe.held ? S.shoe.held.findings : [],
     };
     for (const e of mine(queue())) {
       if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
@@ -198,6 +201,10 @@
       v.bank = p.bank_after;
       v.suivi = p.suivi;
       v.tied = p.tied || null;
+      if (p.holds && !v.heldBy) {
+        v.heldBy = e.body.expected_seq; // the server will hold it too
+        v.heldFindings = p.holds;
+      }
       if (p.turn_ends) {
         v.turnOpen = false;
         v.nextBanker = p.next_banker_seat;
@@ -280,7 +287,8 @@
     }
     const t = twoCardTotals();
     const natural = t.p >= 8 || t.b >= 8;
-    const pa = C.punterAction(Math.min(t.p, 7));
+    // the house's prescription turns an optional cell into a draw or a stand
+    const pa = C.houseAction(C.punterAction(Math.min(t.p, 7)), S.prescriptions, "punter").action;
     let third;
     if (cards.p3) third = C.point(cards.p3);
     else if (natural || cards.b3 || steps.includes("stand") || pa === "S") third = null;
@@ -290,7 +298,8 @@
     if (third === undefined) {
       return { slot: "p3", kind: pa === "O" ? "punter_choice" : "deal", third: third };
     }
-    const ba = C.bankerAction(S.tableau, t.b, third);
+    const ba = C.houseAction(C.bankerAction(S.tableau, t.b, third), S.prescriptions,
+      "banker", t.b, third).action;
     if (ba === "S") return { slot: null, kind: "complete", third: third };
     return { slot: "b3", kind: ba === "O" ? "banker_choice" : "deal", third: third };
   }
@@ -385,7 +394,7 @@
   }
 
   function tapSeat(n) {
-    if (n === view.bankerSeat) return;
+    if (n === view.bankerSeat || stopped()) return;
     let i = stakes.findIndex((s) => s.seat === n);
     if (i < 0) {
       stakes.push({ seat: n, standing: null, amount: currentAmount, announcement: "none" });
@@ -471,6 +480,7 @@
 
   function tapRank(r) {
     hideAlert();
+    if (stopped()) return; // the pad is locked: the stop says why
     if (!target()) {
       showAlert(cardCount() >= 6 ? T.cards_full : T.all_in_more);
       return;
@@ -480,7 +490,7 @@
   }
 
   function tapSuit(s) {
-    if (!pendingRank) return;
+    if (!pendingRank || stopped()) return;
     const slot = target();
     if (!slot) return;
     cards[slot] = pendingRank + s;
@@ -532,6 +542,16 @@
         "fd_banker_" + (drew ? "drew" : "stood") + (standing ? "_standing" : "_against");
       return fmt(T[key], { b2: f.banker_total, third: f.punter_third });
     }
+    if (f.code === "house_choice") {
+      const drew = f.actual === "draw";
+      if (f.side === "punter") {
+        return fmt(drew ? T.hc_punter_drew : T.hc_punter_stood, { p2: f.punter_total });
+      }
+      const standing = f.punter_third === null || f.punter_third === undefined;
+      const key =
+        "hc_banker_" + (drew ? "drew" : "stood") + (standing ? "_standing" : "_against");
+      return fmt(T[key], { b2: f.banker_total, third: f.punter_third });
+    }
     if (f.code === "draw_after_natural" && totals) {
       const total = f.natural === "punter" ? totals.p : totals.b;
       return fmt(T["dan_" + f.side + "_" + f.natural], { card: cardText(f.card), total: total });
@@ -542,6 +562,7 @@
   // ---- rendering -----------------------------------------------------------------
 
   function render() {
+    stopLock(false);
     view = derive();
     renderBar();
     renderSeats();
@@ -550,6 +571,45 @@
     renderGuidance();
     renderNet();
     renderHeld();
+    renderStopped();
+  }
+
+  /** House rule hold on error: play is stopped at this shoe (the server's
+   *  state says so from the moment the coup screen opens). */
+  function stopped() {
+    return !!view.heldBy;
+  }
+
+  /** Every button and field of the stakes and the pad, disabled while play is
+   *  stopped; what this disabled (and only that) is enabled again after. */
+  function stopLock(on) {
+    const all = document.querySelectorAll(
+      ".col-stakes button, .col-stakes input, .col-cards button");
+    all.forEach(function (b) {
+      if (on) {
+        if (!b.disabled) {
+          b.disabled = true;
+          b.dataset.stopLocked = "1";
+        }
+      } else if (b.dataset.stopLocked) {
+        b.disabled = false;
+        delete b.dataset.stopLocked;
+      }
+    });
+  }
+
+  function renderStopped() {
+    const box = $("stopped");
+    document.body.classList.toggle("play-stopped", stopped());
+    if (!stopped()) {
+      box.hidden = true;
+      return;
+    }
+    $("stopped-text").textContent = fmt(T.stopped, { n: view.heldBy });
+    $("stopped-findings").replaceChildren(
+      ...(view.heldFindings || []).map((f) => el("li", { text: f })));
+    box.hidden = false;
+    stopLock(true);
   }
 
   function renderBar() {
@@ -706,6 +766,21 @@
     document.querySelector(".pad").classList.toggle("all-in", kind === "complete");
   }
 
+  /** "Banker must draw", "Banker may choose", "Banker must draw (house
+   *  rule)": a rule as houseAction() gives it. */
+  function ruleText(side, rule) {
+    const which = { D: "_must_draw", O: "_may_choose", S: "_must_stand" }[rule.action];
+    return T[side + which + (rule.house ? "_house" : "")];
+  }
+
+  /** The coup as dealt, judged as the server will: the engine's findings and
+   *  the house's (an optional cell played against its prescription). */
+  function judge() {
+    const v = C.evaluate(hand("p"), hand("b"), S.tableau);
+    v.findings = v.findings.concat(C.houseFindings(v, S.prescriptions));
+    return v;
+  }
+
   function renderGuidance() {
     const lines = [];
     const step = nextStep();
@@ -716,25 +791,19 @@
         const who = totals.p >= 8 ? "punter" : "banker";
         lines.push(["natural", fmt(T["natural_" + who], { total: who === "punter" ? totals.p : totals.b })]);
       } else {
-        const pa = C.punterAction(totals.p);
-        lines.push([
-          "rule",
-          { D: T.punter_must_draw, O: T.punter_may_choose, S: T.punter_must_stand }[pa],
-        ]);
+        const pa = C.houseAction(C.punterAction(totals.p), S.prescriptions, "punter");
+        lines.push(["rule", ruleText("punter", pa)]);
         const third = step.third;
         if (third === undefined) {
           lines.push(["rule", T.banker_waits]);
         } else {
-          const ba = C.bankerAction(S.tableau, totals.b, third);
+          const ba = C.houseAction(C.bankerAction(S.tableau, totals.b, third),
+            S.prescriptions, "banker", totals.b, third);
           const context = third === null ? T.punter_stood_on : fmt(T.against, { value: third });
-          lines.push([
-            "rule",
-            { D: T.banker_must_draw, O: T.banker_may_choose, S: T.banker_must_stand }[ba] +
-              " (" + totals.b + ", " + context + ")",
-          ]);
+          lines.push(["rule", ruleText("banker", ba) + " (" + totals.b + ", " + context + ")"]);
         }
       }
-      const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
+      const verdict = judge();
       if (!step.slot) {
         for (const f of verdict.findings) lines.push(["warn", findingText(f, totals)]);
       }
@@ -909,6 +978,10 @@
   }
 
   function provisional(verdict) {
+    const also = S.rules.hold_warnings || [];
+    const holding = S.rules.hold_on_error
+      ? verdict.findings.filter((f) => f.severity === "critical" || also.includes(f.code))
+      : [];
     const cov = C.cover(engineStakes(), view.bank, view.bankerSeat, S.table.seats,
       S.rules.cover_rule, maximumBank());
     const st = C.settle(verdict.outcome, cov, S.rules.commission_rate,
@@ -942,6 +1015,9 @@
       cards_left: view.cardsLeft - hand("p").length - hand("b").length,
       stakes: stakes.map((s, i) => ({ label: stakeName(s), payout: st.payouts[i] })),
       findings: verdict.findings.map((f) => findingText(f, totals)),
+      // house rule hold on error: the findings that will stop play (the
+      // tablet stops at once, offline too; the server's state confirms it)
+      holds: holding.length ? holding.map((f) => findingText(f, totals)) : null,
     };
   }
 
@@ -955,7 +1031,7 @@
     hideAlert();
     if (paused) return;
     // House rule hold_on_error: a critical finding stopped play at this shoe.
-    if (S.shoe.held_by_seq) return showAlert(fmt(T.refused_shoe_held, { n: S.shoe.held_by_seq }));
+    if (stopped()) return showAlert(fmt(T.refused_shoe_held, { n: view.heldBy }));
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);
@@ -966,12 +1042,16 @@
       return showAlert(problem.text);
     }
     if (pendingRank) pendingRank = null;
-    const verdict = C.evaluate(hand("p"), hand("b"), S.tableau);
+    const verdict = judge();
     const totals = twoCardTotals();
     const warnings = verdict.findings.map((f) => findingText(f, totals));
     if (view.cardsLeft < 7) warnings.push(fmt(T.shoe_empty, { n: view.cardsLeft }));
     if (warnings.length) {
       pendingVerdict = verdict;
+      // a house rule played against, and no tableau finding: say which
+      const house = verdict.findings.length &&
+        verdict.findings.every((f) => f.code === "house_choice");
+      $("confirm-title").textContent = house ? T.confirm_house : T.confirm_tableau;
       const ul = $("confirm-findings");
       ul.replaceChildren(...warnings.map((w) => el("li", { text: w + " " + T.record_as_happened })));
       $("confirm").showModal();
@@ -1439,6 +1519,8 @@
   window.addEventListener("offline", render);
   setInterval(function () {
     if (queue().length && !paused) flush();
+    // a stopped shoe: unlock as soon as the pit boss has released it
+    else if (stopped() && navigator.onLine) refreshState().then(render);
   }, 5000);
 
   // On load: show the last coup, then send anything a reload left waiting.

@@ -29,6 +29,7 @@ class HouseRulesVersionSerializer(serializers.ModelSerializer):
 
     tableau_version = CharField(source="tableau.version")
     banker_prescriptions = serializers.SerializerMethodField()
+    hold_warnings = serializers.SerializerMethodField()
     created_by = serializers.StringRelatedField()
 
     class Meta:
@@ -46,6 +47,7 @@ class HouseRulesVersionSerializer(serializers.ModelSerializer):
             "punter_five",
             "banker_prescriptions",
             "hold_on_error",
+            "hold_warnings",
             "tableau_version",
             "gaming_day_cutoff",
             "false_draw_sanction",
@@ -58,6 +60,11 @@ class HouseRulesVersionSerializer(serializers.ModelSerializer):
         """Cell ("3/9": banker 3, punter's third card 9) -> draw or stand;
         a cell not named is free."""
         return rules.banker_prescriptions or {}
+
+    def get_hold_warnings(self, rules) -> list[str]:
+        """Under hold on error, the warnings (finding codes) that stop play
+        too; a critical finding always does. Empty: critical findings only."""
+        return rules.hold_warnings or []
 
 
 class TableRulesSerializer(serializers.Serializer):
@@ -128,6 +135,15 @@ class HouseRulesChangeSerializer(serializers.Serializer):
         "table's tableau. The whole map: a cell not named is free.",
     )
     hold_on_error = BooleanField(required=False)
+    hold_warnings = serializers.ListField(
+        child=serializers.ChoiceField(choices=HouseRules.HOLDABLE_WARNINGS),
+        required=False,
+        allow_null=True,
+        allow_empty=True,
+        help_text='Under hold_on_error, the warnings that stop play too, e.g. '
+        '["false_draw"]; a critical finding always does. The whole list: '
+        "empty or null, critical findings only.",
+    )
     gaming_day_cutoff = IntegerField(min_value=0, max_value=23, required=False)
     false_draw_sanction = serializers.ChoiceField(
         choices=HouseRules.Sanction.choices, required=False

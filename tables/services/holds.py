@@ -10,8 +10,43 @@ from casino.continuity import guard, seal_check
 from casino.roles import has_capability
 
 from ..errors import Conflict, Forbidden, Invalid
+from ..finding_words import finding_text
 from ..models import Shoe, ShoeRelease
 from .ledger_store import lock_shoe
+
+
+def hold_of(shoe: Shoe) -> dict | None:
+    """What holds a shoe (house rule hold on error), for the tablet and the
+    floor: the coup that held it and its findings that stop play, in the
+    reader's language. None when the shoe is not held."""
+    seq = shoe.held_by_seq
+    if seq is None:
+        return None
+    coup = (
+        shoe.coups.filter(seq=seq)
+        .order_by("revision")
+        .select_related("rules")
+        .prefetch_related("findings")
+        .first()
+    )
+    findings = list(coup.findings.all()) if coup else []
+    stopping = [f for f in findings if coup.rules.stops_play([f])] or findings
+    return {
+        "seq": seq,
+        "coup": coup.pk if coup else None,
+        "findings": [finding_text(f, coup) for f in stopping],
+    }
+
+
+def held_shoes() -> list[dict]:
+    """Every open shoe that play is stopped at, by table: the floor's and the
+    review queue's banner."""
+    shoes = (
+        Shoe.objects.filter(held_by_seq__isnull=False, closed_at__isnull=True)
+        .select_related("session__table")
+        .order_by("session__table__name", "pk")
+    )
+    return [{"shoe": s, "table": s.session.table, **hold_of(s)} for s in shoes]
 
 
 def shoe_release(

@@ -36,6 +36,7 @@ DEFAULTS: dict[str, object] = {
     "punter_five": HouseRules.Choice.FREE.value,
     "banker_prescriptions": None,
     "hold_on_error": False,
+    "hold_warnings": None,
     "gaming_day_cutoff": 6,
     "false_draw_sanction": HouseRules.Sanction.NONE.value,
 }
@@ -73,7 +74,8 @@ def house_rules_change(
             {
                 k: v
                 for k, v in changes.items()
-                if v is not None or k in ("maximum_bank", "banker_prescriptions")
+                if v is not None
+                or k in ("maximum_bank", "banker_prescriptions", "hold_warnings")
             }
         )
         try:
@@ -196,6 +198,21 @@ def validate_rules(values: dict, tableau: TableauVersion) -> dict:
         raise Invalid(field, str(exc)) from None
     if not isinstance(values["hold_on_error"], bool):
         raise Invalid("hold_on_error", "must be true or false")
+    hold_warnings = values["hold_warnings"]
+    if hold_warnings is not None:
+        if not isinstance(hold_warnings, (list, tuple)) or not all(
+            isinstance(c, str) for c in hold_warnings
+        ):
+            raise Invalid("hold_warnings", "must be a list of finding codes")
+        unknown = sorted(set(hold_warnings) - set(HouseRules.HOLDABLE_WARNINGS))
+        if unknown:
+            raise Invalid(
+                "hold_warnings",
+                f"{unknown[0]!r} is not a warning that may stop play (one of "
+                + ", ".join(HouseRules.HOLDABLE_WARNINGS)
+                + "; a critical finding always does)",
+            )
+        hold_warnings = sorted(set(hold_warnings)) or None
     cutoff = values["gaming_day_cutoff"]
     if isinstance(cutoff, bool) or not isinstance(cutoff, int) or not 0 <= cutoff <= 23:
         raise Invalid("gaming_day_cutoff", "must be an hour between 0 and 23")
@@ -208,6 +225,7 @@ def validate_rules(values: dict, tableau: TableauVersion) -> dict:
         "maximum_bank": maximum,
         # only what is prescribed, in a stable order; None when nothing is
         "banker_prescriptions": engine.to_dict()["banker"] or None,
+        "hold_warnings": hold_warnings,
     }
 
 
@@ -226,6 +244,7 @@ def rules_dict(rules: HouseRules) -> dict:
         "punter_five": rules.punter_five,
         "banker_prescriptions": rules.banker_prescriptions or {},
         "hold_on_error": rules.hold_on_error,
+        "hold_warnings": rules.hold_warnings or [],
         "tableau": rules.tableau.version,
         "gaming_day_cutoff": rules.gaming_day_cutoff,
         "false_draw_sanction": rules.false_draw_sanction,

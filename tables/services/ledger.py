@@ -370,7 +370,8 @@ def coup_prepare(
         "findings": codes,
     }
     # House rule "hold on error": play stops at the mistake (docs/rules.md).
-    held = rules.hold_on_error and any(f.severity == "critical" for f in findings)
+    # A critical finding, or a warning the house named (hold_warnings).
+    held = rules.stops_play(findings)
     return PreparedCoup(
         coup,
         stakes,

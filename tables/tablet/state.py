@@ -15,6 +15,7 @@ from django.utils.translation import pgettext
 from ..cards import card_strings
 from ..models import BankerTurn, Coup, Shoe
 from ..services import next_seat, passed_bank_offer
+from ..services.holds import hold_of
 from ..wording import result_strings
 
 
@@ -99,6 +100,8 @@ def shoe_state(shoe: Shoe) -> dict:
             "cards_left": shoe.cards_left,
             "open": shoe.is_open,
             "held_by_seq": shoe.held_by_seq,
+            # what stopped play (house rule hold on error), shown at once
+            "held": hold_of(shoe),
         },
         "session": {"id": session.pk, "open": session.is_open},
         "table": {"id": table.pk, "name": table.name, "seats": table.seats},
@@ -112,8 +115,12 @@ def shoe_state(shoe: Shoe) -> dict:
             "maximum_bank": _money(rules.maximum_bank),
             "tie_rule": rules.tie_rule,
             "hold_on_error": rules.hold_on_error,
+            "hold_warnings": rules.hold_warnings or [],
         },
         "tableau": rules.tableau.as_engine().to_dict(),
+        # the optional cells this house prescribes (house rules): the pad
+        # guides to them and warns before saving against them
+        "prescriptions": rules.prescriptions.to_dict(),
         "turn": turn_dict(turn),
         "last_turn": turn_dict(last_turn),
         "passed_bank": _money(offer),
@@ -147,6 +154,11 @@ def js_strings() -> dict[str, str]:
         "banker_must_draw": _("Banker must draw"),
         "banker_may_choose": _("Banker may choose"),
         "banker_must_stand": _("Banker must stand"),
+        # an optional cell the house prescribes (house rules)
+        "punter_must_draw_house": _("Punter must draw (house rule)"),
+        "punter_must_stand_house": _("Punter must stand (house rule)"),
+        "banker_must_draw_house": _("Banker must draw (house rule)"),
+        "banker_must_stand_house": _("Banker must stand (house rule)"),
         "banker_waits": _("Banker: waiting for the punter"),
         "natural_punter": _("Natural {total} for the punter: nobody draws"),
         "natural_banker": _("Natural {total} for the banker: nobody draws"),
@@ -206,7 +218,26 @@ def js_strings() -> dict[str, str]:
             "Banker was dealt a third card ({card}) after the banker's natural "
             "{total}: it does not count."
         ),
+        # house_choice, word for word tables/chemmy/house.py's messages
+        "hc_punter_stood": _("Punter stood on {p2}: this house prescribes a draw."),
+        "hc_punter_drew": _("Punter drew on {p2}: this house prescribes standing."),
+        "hc_banker_stood_standing": _(
+            "Banker stood on {b2} with the punter standing: "
+            "this house prescribes a draw."
+        ),
+        "hc_banker_drew_standing": _(
+            "Banker drew on {b2} with the punter standing: "
+            "this house prescribes standing."
+        ),
+        "hc_banker_stood_against": _(
+            "Banker stood on {b2} against a {third}: this house prescribes a draw."
+        ),
+        "hc_banker_drew_against": _(
+            "Banker drew on {b2} against a {third}: this house prescribes standing."
+        ),
         "record_as_happened": _("Record it as it happened?"),
+        "confirm_tableau": _("The tableau disagrees"),
+        "confirm_house": _("The house rules disagree"),
         # stakes
         "seat_n": _("Seat {n}"),
         "standing_n": _("Standing {n}"),
@@ -333,6 +364,11 @@ def js_strings() -> dict[str, str]:
         "refused_shoe_held": _(
             "Play is stopped at this shoe: coup {n} has a serious finding. "
             "Call the pit boss: he releases the shoe before the next coup."
+        ),
+        "stopped": _(
+            "Play is stopped at this shoe: coup {n} has a finding that stops "
+            "play (house rule: hold on error). Call the pit boss: he releases "
+            "the shoe, then this screen unlocks."
         ),
         "refused_shoe_closed": _(
             "This shoe is closed: the coup cannot go into it. Call the pit boss."

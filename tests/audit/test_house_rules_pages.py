@@ -64,6 +64,34 @@ def test_a_manager_writes_a_version_from_the_page(manager, table):
     assert "3/9: draw" in listing
 
 
+def test_the_page_names_the_warnings_that_stop_play(manager, table):
+    """Issue 24, item 2: the page says a false draw is a warning and lets the
+    manager tick it (and the other warnings) to stop play too."""
+    c = client_for(manager)
+    html = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
+    assert "With hold on error, these warnings stop play too" in html
+    assert "it stops play only if it is ticked here" in html
+    r = c.post(f"/floor/tables/{table.pk}/rules/", form(
+        table.rules, hold_on_error="on", hold_warnings_shown="1",
+        hold_warnings=["false_draw", "draw_after_natural"], reason="stop on draws"))
+    assert r.status_code == 302, r.content.decode()[:500]
+    new = HouseRules.objects.get(table=table, version=2)
+    assert (new.hold_on_error, new.hold_warnings) == (
+        True, ["draw_after_natural", "false_draw"])
+    listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
+    assert "hold on error (also: card after a natural, false draw)" in listing
+    assert 'value="false_draw" checked' in listing
+    # none ticked: critical findings only again
+    r = c.post(f"/floor/tables/{table.pk}/rules/", form(
+        new, hold_on_error="on", hold_warnings_shown="1", reason="criticals only"))
+    assert r.status_code == 302
+    assert HouseRules.objects.get(table=table, version=3).hold_warnings is None
+    # a code that is not a warning is refused naming the field
+    r = c.post(f"/floor/tables/{table.pk}/rules/", form(
+        new, hold_warnings_shown="1", hold_warnings=["bank_mismatch"], reason="x"))
+    assert r.status_code == 400 and "hold_warnings:" in r.content.decode()
+
+
 @pytest.mark.parametrize("change, field", [
     ({"commission_rate": "-0.05"}, "commission_rate"),
     ({"commission_unit": "0"}, "commission_unit"),

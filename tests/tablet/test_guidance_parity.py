@@ -162,6 +162,44 @@ def test_a_house_tableau_is_read_from_the_page(page, live_server, manager, croup
     assert verdict["findings"][0]["code"] == "false_draw"  # must draw there
 
 
+JS_HOUSE = """
+([cases, prescriptions]) => {
+  const T = window.ChemmyTablet.tableau();
+  return cases.map(([p, b]) => {
+    const v = Chemmy.evaluate(p, b, T);
+    return Chemmy.houseFindings(v, prescriptions).map((f) =>
+      Object.assign({}, f, {message: window.ChemmyTablet.findingText(f, null)}));
+  });
+}
+"""
+
+
+@pytest.mark.parametrize("five, cells", [
+    ("draw", {"3/9": "draw", "5/4": "stand"}),
+    ("stand", {"3/9": "stand", "5/4": "draw"}),
+])
+def test_the_house_choice_agrees_with_the_engine(
+    page, live_server, ready_turn, croupier, five, cells
+):
+    """Every case judged against a house that prescribes the punter's 5 and
+    every optional cell: the page's house_choice findings are the engine's,
+    field by field, message included."""
+    shoe, _ = ready_turn
+    open_coup_screen(page, live_server, croupier, shoe)
+    house = chemmy.Prescriptions(punter_five=five, banker=cells)
+    all_cases = cases()
+    got = page.evaluate(JS_HOUSE, [all_cases, house.to_dict()])
+    flagged = 0
+    for (punter, banker), js in zip(all_cases, got, strict=True):
+        verdict = chemmy.evaluate(punter, banker, tableau=chemmy.STANDARD_TABLEAU)
+        want = [f.to_dict() for f in chemmy.house_findings(verdict, house)]
+        assert js == want, (punter, banker)
+        flagged += len(want)
+    # the punter's 5 and both banker cells are played against the house
+    assert {f["house_rule"] for js in got for f in js} == {"punter_five", *cells}
+    assert flagged > 20
+
+
 JS_COVER = """
 (cases) => cases.map((c) => {
   const stakes = c.stakes.map((s) => ({
