@@ -164,12 +164,9 @@ def screenshot(page):
     return _shot
 
 
-@pytest.fixture(autouse=True)
-def _trail_holds(request):
-    """After every test that writes, the trail must still verify: chain, keys
-    and every ledger row bound to the log row that wrote it. A service that
-    changes a ledger row without binding it to its log row fails here, in
-    whatever test uses it. Tests that tamper on purpose are marked `tampers`."""
+def _uses_db(request) -> bool:
+    """Whether the test uses the database (by its marker, or through a
+    fixture); if so, its database fixture is set up (transactional or not)."""
     marker = request.node.get_closest_marker("django_db")
     names = set(request.fixturenames)
     transactional = "transactional_db" in names or "live_server" in names or (
@@ -181,6 +178,17 @@ def _trail_holds(request):
     elif "db" in names or marker is not None:
         request.getfixturevalue("db")
     else:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _trail_holds(request):
+    """After every test that writes, the trail must still verify: chain, keys
+    and every ledger row bound to the log row that wrote it. A service that
+    changes a ledger row without binding it to its log row fails here, in
+    whatever test uses it. Tests that tamper on purpose are marked `tampers`."""
+    if not _uses_db(request):
         yield
         return
     yield
@@ -226,17 +234,7 @@ def _migration_rows(request):
     append-only tableau rows, which PostgreSQL refuses). For every test that
     uses the database, by its marker or through a fixture: in a parallel run
     a worker's earlier file may have been a transactional one."""
-    marker = request.node.get_closest_marker("django_db")
-    names = set(request.fixturenames)
-    transactional = "transactional_db" in names or "live_server" in names or (
-        marker is not None
-        and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
-    )
-    if transactional:
-        request.getfixturevalue("transactional_db")
-    elif "db" in names or marker is not None:
-        request.getfixturevalue("db")
-    else:
+    if not _uses_db(request):
         return
     import importlib
 

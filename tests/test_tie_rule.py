@@ -19,6 +19,7 @@ from casino.trail import trail_verify
 from tables import services
 from tables.models import BankerTurn
 from tables.services import ledger_pg
+from tests.conftest import _missing
 
 pytestmark = pytest.mark.django_db
 D = Decimal
@@ -33,7 +34,8 @@ def path(request, monkeypatch):
     """Each test on the ORM's path and on PostgreSQL's batch (ledger_pg)."""
     if request.param == "postgresql":
         if connection.vendor != "postgresql":
-            pytest.skip("PostgreSQL's path needs PostgreSQL")
+            _missing("PostgreSQL", "the coup's PostgreSQL path: set "
+                     "DATABASE_URL=postgres://... to run this test")
     else:
         monkeypatch.setattr(ledger_pg, "supported", lambda: False)
     return request.param
