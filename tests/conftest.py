@@ -56,10 +56,12 @@ def _service_markers(request):
 # works with only those privileges. The test database itself is created and
 # migrated by DATABASE_URL's user (the owner).
 # One role per worker when the suite runs in parallel (roles are the
-# cluster's, databases the worker's own).
-APP_ROLE = "casino_app_test" + (
-    f"_{os.environ['PYTEST_XDIST_WORKER']}"
-    if os.environ.get("PYTEST_XDIST_WORKER") else "")
+# cluster's, databases the worker's own); TEST_ROLE_TAG keeps two checkouts
+# that test against one cluster at once apart (e.g. two git worktrees).
+APP_ROLE = "casino_app_test" + "".join(
+    f"_{part}" for part in (os.environ.get("TEST_ROLE_TAG", ""),
+                            os.environ.get("PYTEST_XDIST_WORKER", ""))
+    if part)
 
 
 def _as_app_role(sender, connection, **kwargs):
