@@ -20,12 +20,23 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from tables.chemmy import CoupError
-from tables.errors import ServiceError
-
 from .dbsession import chain_held, chain_held_response
 from .drf import DecimalField as StrictDecimalField
-from .drf import PayloadTooLarge
+from .drf import ErrorSerializer, PayloadTooLarge
+from .errors import ServiceError
+
+# Refusals of code below the services that carry ``field`` and ``message``
+# (the rules engine's CoupError: pure Python, it imports nothing of ours);
+# their app registers them at start-up (refusal_register), so the ground floor
+# names no app.
+REFUSALS: tuple[type[Exception], ...] = ()
+
+
+def refusal_register(kind: type[Exception]) -> None:
+    """A 400 naming ``exc.field`` for every ``kind`` raised in a view."""
+    global REFUSALS
+    if kind not in REFUSALS:
+        REFUSALS = (*REFUSALS, kind)
 
 
 def exception_handler(exc, context):
@@ -38,7 +49,7 @@ def exception_handler(exc, context):
             {exc.field: [exc.message], "detail": str(exc), "code": exc.code},
             status=exc.status,
         )
-    if isinstance(exc, CoupError):
+    if isinstance(exc, REFUSALS):
         return Response(
             {exc.field: [exc.message], "detail": str(exc), "code": "invalid"},
             status=status.HTTP_400_BAD_REQUEST,
@@ -208,8 +219,6 @@ class CasinoAutoSchema(AutoSchema):
         )
         if operation is None:
             return None
-        from tables.api.serializers import ErrorSerializer
-
         responses = operation.setdefault("responses", {})
         for code in self._error_codes(operation):
             if str(code) not in responses:

@@ -7,6 +7,7 @@ import re
 from decimal import Decimal
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import parsers, renderers, serializers
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.pagination import LimitOffsetPagination
@@ -209,3 +210,20 @@ def _fresh(field):
         new.child = _fresh(child)
         new.child.parent = new  # bound once by ListField (name "", source "")
     return new
+
+
+@extend_schema_field(
+    {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+)
+class _Message(serializers.CharField):
+    """A string; a list of messages only when a request field is itself named
+    `detail` or `code` (a filter called `code`, say): its errors keep the key."""
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every 4xx body: `detail` names the field first ("stakes[0].amount: ..."),
+    `code` says what kind of refusal, and each offending field maps to its
+    messages ({"punter": [...], "stakes": {"0": {"amount": [...]}}})."""
+
+    detail = _Message()
+    code = _Message(required=False)

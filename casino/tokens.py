@@ -23,11 +23,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tables.errors import Forbidden, Invalid, NotFound
-
 from .access import ByRoute
 from .changelog import log_action
 from .drf import CharField
+from .errors import Forbidden, Invalid, NotFound
 from .roles import outranks
 
 

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from casino.drf import CharField, DecimalField, IntegerField, PrototypeFields
+from casino.drf import (  # noqa: F401 - ErrorSerializer: the views' 4xx bodies
+    CharField,
+    DecimalField,
+    ErrorSerializer,
+    IntegerField,
+    PrototypeFields,
+)
 
 from .. import chemmy
 from ..errors import Invalid
@@ -448,23 +453,6 @@ class VerdictSerializer(serializers.Serializer):
     banker_choice = CharField(allow_null=True)
     tableau_version = CharField()
     findings = serializers.ListField(child=serializers.DictField())
-
-
-@extend_schema_field(
-    {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-)
-class _Message(serializers.CharField):
-    """A string; a list of messages only when a request field is itself named
-    `detail` or `code` (a filter called `code`, say): its errors keep the key."""
-
-
-class ErrorSerializer(serializers.Serializer):
-    """Every 4xx body: `detail` names the field first ("stakes[0].amount: ..."),
-    `code` says what kind of refusal, and each offending field maps to its
-    messages ({"punter": [...], "stakes": {"0": {"amount": [...]}}})."""
-
-    detail = _Message()
-    code = _Message(required=False)
 
 
 _WHEN = serializers.DateTimeField()

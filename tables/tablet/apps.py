@@ -11,12 +11,10 @@ class TabletConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_in
 
-        from .language import on_login
         from .pins import forget_on_sign_in
-        from .theme import on_login as theme_on_login
+        from .sign_in import on_login
 
-        user_logged_in.connect(on_login, dispatch_uid="tablet-language-on-login")
-        user_logged_in.connect(theme_on_login, dispatch_uid="tablet-theme-on-login")
+        user_logged_in.connect(on_login, dispatch_uid="tablet-preferences-on-login")
         user_logged_in.connect(
             forget_on_sign_in, dispatch_uid="tablet-pin-attempts-on-login"
         )

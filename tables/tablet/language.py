@@ -22,23 +22,6 @@ def remember(request, language: str) -> None:
         request.session.pop(SESSION_KEY, None)
 
 
-def on_login(sender, request, user, **kwargs) -> None:
-    """user_logged_in: take the user's saved language into the new session."""
-    from .models import TabletProfile
-
-    if request is None or not hasattr(request, "session"):
-        return
-    language = (
-        TabletProfile.objects.filter(user=user)
-        .values_list("language", flat=True)
-        .first()
-    )
-    if language:
-        remember(request, language)
-        translation.activate(language)
-        request.LANGUAGE_CODE = language
-
-
 class UserLanguageMiddleware:
     """Activate the signed-in user's language (LocaleMiddleware has already
     chosen one from the cookie or the browser; the person's setting wins)."""

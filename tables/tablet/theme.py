@@ -2,10 +2,10 @@
 "night" (dark, high contrast, for a dim gaming room).
 
 Chosen in the tablet's Settings and kept on the user's TabletProfile; at
-sign-in it goes into the session, and every page (tablet, floor, reports)
-reads it from there through the context processor below, so the page is
-rendered with ``<html data-theme="night">`` from its first byte: no flash of
-the light theme, and no query on the coup's hot path.
+sign-in it goes into the session (tables/tablet/sign_in.py), and every page
+(tablet, floor, reports) reads it from there through the context processor
+below, so the page is rendered with ``<html data-theme="night">`` from its
+first byte: no flash of the light theme, and no query on the coup's hot path.
 """
 
 from __future__ import annotations
@@ -31,18 +31,6 @@ def current(request) -> str:
     session = getattr(request, "session", None)
     theme = session.get(SESSION_KEY) if session is not None else None
     return theme if theme in SUPPORTED else DAY
-
-
-def on_login(sender, request, user, **kwargs) -> None:
-    """user_logged_in: take the user's saved theme into the new session."""
-    from .models import TabletProfile
-
-    if request is None or not hasattr(request, "session"):
-        return
-    theme = (
-        TabletProfile.objects.filter(user=user).values_list("theme", flat=True).first()
-    )
-    remember(request, theme or DAY)
 
 
 def context(request) -> dict:
