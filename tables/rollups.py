@@ -38,7 +38,7 @@ PLACES = Decimal("1e-10")
 def _p_banker(decks: int, tableau: str, punter_five: str, cells: tuple) -> Decimal:
     """P(banker wins) for a house's play (tables/chemmy/odds.py), exact, as a
     Decimal of 34 digits; a few milliseconds once per play and process."""
-    from .services.ledger_store import tableau_for
+    from .services.facts import tableau_for
 
     odds = house_odds(decks=decks, tableau=tableau_for(tableau),
                       punter_five=punter_five, banker_prescriptions=dict(cells))

@@ -219,7 +219,7 @@ def _clear_cache():
     # Throttle counters live in the cache; tests must not leak them.
     from django.core.cache import cache
 
-    from tables.services.coups import tableau_by_id, tableau_for
+    from tables.services.facts import tableau_by_id, tableau_for
 
     cache.clear()
     # Parsed tableaux are cached by id; a rolled-back SQLite id can come back.

@@ -28,8 +28,8 @@ from ..models import (
     Table,
     TableSession,
 )
+from ..services.facts import player_card_clean as _player_card_clean
 from ..services.floor import CARDS_LEFT_MAX
-from ..services.ledger import player_card_clean as _player_card_clean
 
 
 def player_card_clean(value: str, field: str) -> str:

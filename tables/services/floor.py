@@ -7,7 +7,6 @@ on, and writes its change-log row in that same transaction.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
@@ -19,6 +18,7 @@ from .. import chemmy
 from ..errors import Conflict, Invalid
 from ..models import BankerTurn, Shoe, ShoeFinding, Table, TableSession
 from .access import croupier_check
+from .facts import gaming_day_for, next_seat  # noqa: F401 - next_seat re-exported
 from .hooks import shoe_findings_written
 from .house import STANDARD_TABLEAU_VERSION, house_rules_change, rules_in_force
 from .turns import _turn_close
@@ -26,18 +26,6 @@ from .turns import _turn_close
 # A count beyond two full shoes of 8 decks is a slip of the keypad, not a
 # count: refused, naming the field (a shoe long by a few cards still counts).
 CARDS_LEFT_MAX = 2 * 52 * 8
-
-
-def gaming_day_for(moment: datetime, cutoff_hour: int) -> date:
-    """The casino's accounting day: a coup at 03:00 with a 06:00 cut-off belongs
-    to the previous day's gaming day."""
-    local = timezone.localtime(moment)
-    return (local - timedelta(hours=cutoff_hour)).date()
-
-
-def next_seat(seat: int, seats: int) -> int:
-    """The seat on the banker's right (seat numbers run that way and wrap)."""
-    return seat % seats + 1
 
 
 def table_create(

@@ -112,7 +112,7 @@ def house_rules_change(
 
 
 def _check_effective_from(table: Table, day: date, cutoff: int) -> None:
-    from .floor import gaming_day_for
+    from .facts import gaming_day_for
 
     if not isinstance(day, date):
         raise Invalid("effective_from", "must be a date")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,7 +20,6 @@ from decimal import Decimal
 from .. import chemmy
 from ..errors import Conflict, Invalid
 from ..models import (
-    PLAYER_CARD_MAX,
     BankerTurn,
     Coup,
     Finding,
@@ -30,32 +28,12 @@ from ..models import (
     Stake,
     Table,
 )
-from .floor import gaming_day_for, next_seat
-from .turns import turn_closing
+from .facts import gaming_day_for, next_seat, player_card_clean, turn_closing
 
 BANCO = {chemmy.Announcement.BANCO_SOLO, chemmy.Announcement.SUIVI}
 # The money columns are DecimalField(14, 2): nothing past this reaches them.
 LEDGER_MAX = Decimal("999999999999.99")
 CENT = Decimal("0.01")
-
-
-PLAYER_CARD_RE = re.compile(rf"[A-Z0-9]{{1,{PLAYER_CARD_MAX}}}")
-
-
-def player_card_clean(value, field: str) -> str:
-    """A player's card number as stored: letters and digits, up to
-    PLAYER_CARD_MAX, upper case (the card printed "ab12" and "AB12" is one
-    player); "" (or None) for none. Anything else is refused, naming `field`."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise Invalid(field, "must be a text of letters and digits")
-    value = value.strip().upper()
-    if value and not PLAYER_CARD_RE.fullmatch(value):
-        raise Invalid(
-            field, f"must be letters and digits only, at most {PLAYER_CARD_MAX}"
-        )
-    return value
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ from ..models import (
 from ..rollups import GRAINS, OUTCOME_FIELD, _Delta
 from .hooks import findings_statements
 
-if TYPE_CHECKING:  # ledger imports floor, which imports this module
+if TYPE_CHECKING:  # for types only: ledger_pg needs none of its code
     from .ledger import PreparedCoup, ShoeState
 
 # A banker turn's running state, written after each coup (both paths).

@@ -11,11 +11,9 @@ commit the chain is held).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from casino.changelog import chain_hold, log_actions
 
-from .. import chemmy
 from ..errors import Conflict, NotFound
 from ..models import (
     BankerTurn,
@@ -23,28 +21,14 @@ from ..models import (
     Finding,
     Shoe,
     Stake,
-    TableauVersion,
     TableSession,
 )
 from ..rollups import rollup_apply, rollup_apply_many
 from .access import croupier_check
+from .facts import tableau_by_id, tableau_for  # noqa: F401 - re-exported
 from .hooks import findings_written
 from .ledger import CoupContext, PreparedCoup, ShoeState
 from .ledger_pg import TURN_FIELDS
-
-
-@lru_cache(maxsize=64)
-def tableau_for(version: str) -> chemmy.Tableau:
-    """Tableau versions never change once written, so parse each one once."""
-    row = TableauVersion.objects.get(version=version)
-    return row.as_engine()
-
-
-@lru_cache(maxsize=64)
-def tableau_by_id(tableau_id: int) -> chemmy.Tableau:
-    """Tableau rows are append-only, so a parsed one is good forever (tests
-    clear this cache: a rolled-back SQLite id can come back)."""
-    return TableauVersion.objects.get(pk=tableau_id).as_engine()
 
 
 def lock_shoe(shoe_id: int, *, session_first: bool = False) -> Shoe:

@@ -22,6 +22,7 @@ from casino.continuity import guard, seal_check
 from .. import chemmy
 from ..errors import Conflict, Invalid, ServiceError
 from ..models import BankerTurn, Coup, Shoe
+from .facts import turn_closing
 from .ledger import (
     LEDGER_MAX,
     CoupInput,
@@ -41,7 +42,7 @@ from .ledger_store import (
     lock_shoe,
     shoe_check,
 )
-from .turns import turn_closing, turn_open_check, turn_opened_new, turn_pass_check
+from .turns import turn_open_check, turn_opened_new, turn_pass_check
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ from .correction_plan import (
     _tied_after,
 )
 from .coups import _engine_stakes, tableau_for
-from .floor import next_seat
-from .ledger import player_card_clean
+from .facts import next_seat, player_card_clean
 
 
 class _Walk:

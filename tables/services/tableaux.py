@@ -140,7 +140,7 @@ def tableau_diff(a: TableauVersion, b: TableauVersion) -> list[dict]:
 def rules_in_force_now(table: Table) -> HouseRules | None:
     """The house rules the table plays now: its open session's, else the
     version a session opened now would play."""
-    from .floor import gaming_day_for
+    from .facts import gaming_day_for
     from .house import rules_in_force
 
     session = table.sessions.filter(closed_at__isnull=True).first()
@@ -164,7 +164,7 @@ def tableau_assign(
     """Move a table to a tableau version from a gaming day: a new version of
     its house rules (house_rules_change), every other rule kept. Never
     retroactive: a day before the current gaming day is refused."""
-    from .floor import gaming_day_for
+    from .facts import gaming_day_for
     from .house import house_rules_change
 
     if not isinstance(tableau_version, str) or not TableauVersion.objects.filter(

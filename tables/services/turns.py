@@ -8,7 +8,6 @@ on, and writes its change-log row in that same transaction.
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 
 from django.utils import timezone
@@ -20,6 +19,7 @@ from ..errors import Conflict, Invalid, NotFound
 from ..models import BankerTurn, TableSession
 from . import ledger_pg
 from .access import croupier_check
+from .facts import player_card_clean, turn_closing
 
 
 def _money(value: Decimal, field: str) -> Decimal:
@@ -101,8 +101,6 @@ def banker_turn_open(
     `session` is the row or its id: it is read again under its lock, and the
     user must be its croupier then (a pit boss anywhere). `player_card`: the
     banker's card number, when the croupier entered one."""
-    from .ledger import player_card_clean  # ledger imports this module
-
     player_card = player_card_clean(player_card, "player_card")
     session_id = session if isinstance(session, int) else session.pk
     with guard(user=user, device=device):
@@ -186,22 +184,3 @@ def _turn_close(turn: BankerTurn, end: str, *, user, device: str) -> None:
     log_action(
         action=f"tables.turn.{end}", user=user, device=device, obj=turn, new=new
     )
-
-
-def turn_closing(turn: BankerTurn, end: str, now: datetime) -> dict:
-    """End the turn in memory: the banker leaves with bank + garage when he
-    passes, the garage alone when he lost. Returns the change log's `new`."""
-    turn.closed_at = now
-    turn.end = end
-    turn.closing_amount = (
-        turn.garage_total
-        if end == BankerTurn.End.LOST
-        else turn.bank + turn.garage_total
-    )
-    return {
-        "bank": turn.bank,
-        "garage_total": turn.garage_total,
-        "commission_total": turn.commission_total,
-        "closing_amount": turn.closing_amount,
-        "coups": turn.coups,
-    }

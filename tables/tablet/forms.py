@@ -11,8 +11,8 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from ..models import PLAYER_CARD_MAX
+from ..services.facts import PLAYER_CARD_RE
 from ..services.floor import CARDS_LEFT_MAX
-from ..services.ledger import PLAYER_CARD_RE
 from . import theme
 
 MAX_MONEY = Decimal("999999999999.99")
