@@ -37,8 +37,12 @@ TEST_WORKERS ?= auto
 test: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
+## Style (ruff) and the layering (README, "Layout"): import-linter's contracts
+## in pyproject.toml (no upward import) and no circle among the modules.
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/import_circles.py
 
 ## Benchmarks (figures for the notes); needs PostgreSQL for the HTTP part.
 bench: $(VENV)/.installed-dev

@@ -44,6 +44,14 @@ PUBLISH_RETRY = {
 }
 
 
+def by_name(name: str, *args):
+    """A task's signature by its registered name: services hand work to
+    Celery this way and never import the task modules, which sit on top of
+    them (README, "Layout"); the name is the contract, and a worker (or eager
+    mode here) resolves it to the task."""
+    return app.signature(name, args=args, immutable=True)
+
+
 def publish(signature) -> str:
     """Send one task (a signature) now and return its id, or raise (kombu's
     OperationalError) within about 2 × PUBLISH_TIMEOUT if Redis is down or

@@ -10,8 +10,8 @@ csv.writer. Both give the same bytes: tests/reports/test_detail_csv.py builds
 both on PostgreSQL and compares. Free text (table and user names) is
 neutralised on both paths (casino.spreadsheet): a name that starts like a
 formula is written with a quote in front.
-Progress is reported every PROGRESS_EVERY rows (a write per row would cost
-more than the row itself).
+Progress is reported every sheets.PROGRESS_EVERY rows (a write per row would
+cost more than the row itself).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from casino.spreadsheet import neutralise, neutralise_sql
 from tables.models import DailyRollup
 from tables.rollups import current_coups
 
+from . import sheets
 from .writers import write_stamp
 
-PROGRESS_EVERY = 5000
 FIELDS = (
     ("gaming_day", "gaming_day"),
     ("table", "shoe__session__table__name"),
@@ -84,7 +84,7 @@ def _coups(params: dict, using: str):
 
 def coup_rows(params: dict, using: str = DEFAULT_DB_ALIAS) -> Iterator[tuple]:
     qs = _coups(params, using).values_list(*(f for _, f in FIELDS))
-    return qs.iterator(chunk_size=PROGRESS_EVERY)
+    return qs.iterator(chunk_size=sheets.PROGRESS_EVERY)
 
 
 def _cell(v) -> str:
@@ -128,7 +128,7 @@ def _sql_lines(using: str) -> bool:
 
 
 def _write_python_rows(params, f, progress, using) -> int:
-    n, every = 0, PROGRESS_EVERY
+    n, every = 0, sheets.PROGRESS_EVERY
     w = csv.writer(f)
     cell = _cell
     for row in coup_rows(params, using):
@@ -269,7 +269,7 @@ def _write_pg_lines(params, f, progress, using) -> int:
 
 def _read_lines(connection, params, f, progress, using) -> int:
     sql, args = _pg_line_sql(params, using)
-    n, every = 0, PROGRESS_EVERY
+    n, every = 0, sheets.PROGRESS_EVERY
     with connection.chunked_cursor() as cur:
         cur.execute(sql, args)
         while rows := cur.fetchmany(every):

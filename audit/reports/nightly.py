@@ -36,6 +36,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from audit.models import GamingDayClose
+from audit.services.ledger_flags import ledger_nightly
+from audit.surveillance.runs import dispatch_pending as surveillance_pending
+from audit.surveillance.runs import surveillance_nightly
+from casino.anchors import trail_anchor
 from casino.changelog import log_action
 from casino.continuity import alarm, seal_check
 from casino.errors import RecordChanged
@@ -43,7 +47,9 @@ from tables.models import Table, TableSession
 from tables.services import gaming_day_for
 from tables.services.house import rules_in_force
 
-from .models import ReportJob
+from .models import ReauditRun, ReportJob, Status
+from .reaudit import reaudit_dispatch
+from .services import report_dispatch, report_request
 
 log = logging.getLogger(__name__)
 DEFAULT_CUTOFF = 6
@@ -107,8 +113,6 @@ def gaming_day_close(*, now: datetime | None = None, format: str = "pdf",  # noq
 def table_report(*, table: Table, day: date, format: str = "pdf"):  # noqa: A002
     """Gaming day ``day``'s commission report for one table, once (None if it
     was asked for already)."""
-    from .services import report_request
-
     key = f"nightly:commission:{table.pk}:{day.isoformat()}:{format}"
     if ReportJob.objects.filter(dedupe_key=key).exists():
         return None
@@ -126,23 +130,17 @@ def table_report(*, table: Table, day: date, format: str = "pdf"):  # noqa: A002
 def _survey(cutoff: int, day: date, tables: list[Table]) -> int | None:
     """The day's statistical surveillance of the tables on this cut-off,
     once (the run's dedupe key): the run's id, None if asked for already."""
-    from audit.surveillance.runs import surveillance_nightly
-
     run = surveillance_nightly(cutoff=cutoff, day=day,
                                table_ids=[t.pk for t in tables])
     return run.pk if run is not None else None
 
 
 def _anchor(cutoff: int, day: date) -> dict:
-    from casino.anchors import trail_anchor
-
     anchor = trail_anchor(reason=f"gaming-day close {day} (cut-off {cutoff}:00)")
     return {"row": anchor.row, "hash": anchor.hash} if anchor else {}
 
 
 def _verify(day: date) -> dict:
-    from audit.services.ledger_flags import ledger_nightly
-
     summary = ledger_nightly(day=day, device="beat")
     return {k: v.isoformat() if isinstance(v, date) else v
             for k, v in summary.items()}
@@ -205,3 +203,17 @@ def _lock(kind: str, cutoff: int, day: date):
         if got:
             with connection.cursor() as cur:
                 cur.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def dispatch_pending(*, older_than: int = 30) -> int:
+    """Send again the jobs, re-audits and surveillance runs the broker missed
+    (it was down): beat's sweep (reports.dispatch_pending), every 2 minutes."""
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    sent = 0
+    for job in ReportJob.objects.filter(status=Status.QUEUED, dispatched_at=None,
+                                        requested_at__lt=cutoff):
+        sent += report_dispatch(job=job)
+    for run in ReauditRun.objects.filter(status=Status.QUEUED, dispatched_at=None,
+                                         requested_at__lt=cutoff):
+        sent += reaudit_dispatch(run=run)
+    return sent + surveillance_pending(older_than=older_than)

@@ -32,16 +32,15 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from casino import replica
-from casino.celery import publish
+from casino.celery import by_name, publish
 from casino.changelog import log_action
 from tables.errors import Invalid
 from tables.models import DailyRollup, Finding, Table, TableauVersion
 from tables.services.coups import tableau_for
 
+from ..periods import check_period, check_tables
 from .models import ReauditChunk, ReauditFinding, ReauditRun, Status
 from .reaudit_check import ENGINE_CODES, check_cells
-from .services import _check_tables as check_tables
-from .services import check_period
 
 log = logging.getLogger(__name__)
 # A range big enough is cut into at least this many chunks, so that a few
@@ -139,10 +138,8 @@ def reaudit_dispatch(*, run: ReauditRun) -> bool:
     if the broker is down. One message, given up within a second
     (casino.celery.publish): the chord itself, which needs the result backend
     (its counter), is built by a worker (reaudit_launch), never in a request."""
-    from .tasks import reaudit_start_task
-
     try:
-        publish(reaudit_start_task.si(run.pk))
+        publish(by_name("reports.reaudit_start", run.pk))
     except Exception as exc:  # broker down: left queued, sent again later
         log.warning("re-audit %s not dispatched: %s", run.pk, exc)
         return False
@@ -158,12 +155,11 @@ def reaudit_launch(*, run_id: int) -> int:
     every chunk done and the run finished: each step is done once."""
     from celery import chord
 
-    from .tasks import reaudit_chunk_task, reaudit_finish_task
-
     run = ReauditRun.objects.get(pk=run_id)
-    finish = reaudit_finish_task.si(run.pk)
+    finish = by_name("reports.reaudit_finish", run.pk)
     if run.chunks_total:
-        header = [reaudit_chunk_task.si(run.pk, i) for i in range(run.chunks_total)]
+        header = [by_name("reports.reaudit_chunk", run.pk, i)
+                  for i in range(run.chunks_total)]
         chord(header)(finish)
     else:
         finish.apply_async()

@@ -19,56 +19,18 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from casino.api import MAX_ID
-from casino.celery import publish
+from casino.celery import by_name, publish
 from casino.changelog import log_action
 from tables.errors import Invalid
 from tables.models import Table
 from tables.services import gaming_day_for
 
+from ..periods import check_period, check_tables
 from .models import ReportJob, Status
 from .selectors import GROUPS
 
 log = logging.getLogger(__name__)
-MAX_DAYS = 3660
 UNAVAILABLE = "reports are unavailable: the task queue cannot be reached"
-
-
-def parse_day(value, field: str) -> date:
-    if isinstance(value, datetime):
-        raise Invalid(field, "must be a gaming day (YYYY-MM-DD), not a time")
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        raise Invalid(field, "must be a gaming day as YYYY-MM-DD") from None
-
-
-def check_period(from_day, to_day, *, max_days: int = MAX_DAYS,
-                 what: str = "a report") -> tuple[date, date]:
-    """A period of gaming days, from_day to to_day included, at most max_days
-    long; a bad one names its field (the surveillance's runs use it too)."""
-    start, end = parse_day(from_day, "from_day"), parse_day(to_day, "to_day")
-    if end < start:
-        raise Invalid("to_day", "must be on or after from_day")
-    if (end - start).days >= max_days:
-        raise Invalid("to_day", f"{what} covers at most {max_days} gaming days")
-    return start, end
-
-
-def _check_tables(table_ids) -> list[int]:
-    if not table_ids:
-        return []
-    if not isinstance(table_ids, list | tuple) or not all(
-        type(t) is int and 1 <= t <= MAX_ID for t in table_ids
-    ):
-        raise Invalid("tables", "must be a list of table ids")
-    found = set(Table.objects.filter(pk__in=table_ids).values_list("pk", flat=True))
-    missing = sorted(set(table_ids) - found)
-    if missing:
-        raise Invalid("tables", f"no table with id {missing[0]}")
-    return sorted(found)
 
 
 def report_request(
@@ -95,7 +57,7 @@ def report_request(
     start, end = check_period(from_day, to_day)
     params = {
         "from_day": start.isoformat(), "to_day": end.isoformat(),
-        "tables": _check_tables(table_ids),
+        "tables": check_tables(table_ids),
     }
     if kind == ReportJob.Kind.COMMISSION:
         params["group_by"] = group_by
@@ -113,10 +75,8 @@ def report_request(
 def report_dispatch(*, job: ReportJob) -> bool:
     """Send the build task; False (job left undispatched) if the broker is
     down. Gives up within a second (casino.celery.publish says how)."""
-    from .tasks import report_build_task
-
     try:
-        task_id = publish(report_build_task.si(job.pk))
+        task_id = publish(by_name("reports.build", job.pk))
     except Exception as exc:  # kombu/redis raise several kinds; all mean "down"
         log.warning("report job %s not dispatched: %s", job.pk, exc)
         job.dispatched_at = None
@@ -329,21 +289,3 @@ def nightly_reports(*, now: datetime | None = None, cutoff_hour: int | None = No
         except IntegrityError:  # a concurrent run made it first
             continue
     return jobs
-
-
-def dispatch_pending(*, older_than: int = 30) -> int:
-    """Send again the jobs and re-audits the broker missed (it was down)."""
-    from .models import ReauditRun
-    from .reaudit import reaudit_dispatch
-
-    cutoff = timezone.now() - timedelta(seconds=older_than)
-    sent = 0
-    for job in ReportJob.objects.filter(status=Status.QUEUED, dispatched_at=None,
-                                        requested_at__lt=cutoff):
-        sent += report_dispatch(job=job)
-    for run in ReauditRun.objects.filter(status=Status.QUEUED, dispatched_at=None,
-                                         requested_at__lt=cutoff):
-        sent += reaudit_dispatch(run=run)
-    from audit.surveillance.runs import dispatch_pending as surveillance_pending
-
-    return sent + surveillance_pending(older_than=older_than)

@@ -22,6 +22,9 @@ from tables.rollups import current_coups
 
 from .selectors import CommissionReport, commission_report
 
+# Writers tell a job's progress every PROGRESS_EVERY rows (and at the end of
+# each sheet): a database write per row would cost more than the row.
+PROGRESS_EVERY = 5000
 TEXT, INT, MONEY, DECIMAL, FLAG = "text", "int", "money", "decimal", "flag"
 TITLES = {
     "commission": "Commission report",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import reaudit, services
+from . import nightly, reaudit, services
 
 TASK = {"acks_late": True, "reject_on_worker_lost": True}
 
@@ -66,11 +66,9 @@ def nightly_reports_task(cutoff_hour: int | None = None, format: str = "pdf") ->
 def gaming_day_close_task(format: str = "pdf") -> dict:  # noqa: A002
     """Hourly (beat): close the gaming day at every cut-off hour in use
     (audit/reports/nightly.py). Idempotent: run it as often as you like."""
-    from .nightly import gaming_day_close
-
-    return {str(k): v for k, v in gaming_day_close(format=format).items()}
+    return {str(k): v for k, v in nightly.gaming_day_close(format=format).items()}
 
 
 @shared_task(name="reports.dispatch_pending", **TASK)
 def dispatch_pending_task() -> int:
-    return services.dispatch_pending()
+    return nightly.dispatch_pending()

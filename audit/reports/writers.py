@@ -19,6 +19,7 @@ import xlsxwriter
 
 from casino.spreadsheet import cell_text, neutralise
 
+from . import sheets
 from .sheets import DECIMAL, FLAG, INT, MONEY, Document, rules_text
 
 NUMBER_FORMATS = {INT: "#,##0", MONEY: "#,##0.00", DECIMAL: "0.00"}
@@ -26,14 +27,12 @@ Progress = Callable[[int], None] | None
 
 
 class Counter:
-    """Rows written so far, told to `progress` every detail.PROGRESS_EVERY
+    """Rows written so far, told to `progress` every sheets.PROGRESS_EVERY
     rows and at the end of each sheet (a database write per row would cost
     more than the row)."""
 
     def __init__(self, progress: Progress) -> None:
-        from . import detail
-
-        self.progress, self.every, self.rows = progress, detail.PROGRESS_EVERY, 0
+        self.progress, self.every, self.rows = progress, sheets.PROGRESS_EVERY, 0
 
     def row(self) -> None:
         self.rows += 1

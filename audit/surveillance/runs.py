@@ -26,9 +26,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit.reports.services import check_period as report_period
+from audit.periods import check_period as report_period
 from casino import replica
-from casino.celery import publish
+from casino.celery import by_name, publish
 from casino.changelog import log_action
 from casino.roles import has_capability
 from tables.errors import Forbidden, Invalid
@@ -108,10 +108,8 @@ def surveillance_request(*, user, from_day, to_day, table_ids=None, fdr=None,
 
 def surveillance_dispatch(*, run: SurveillanceRun) -> bool:
     """Send the run's task; False (left undispatched) if the broker is down."""
-    from .tasks import surveillance_run_task
-
     try:
-        task_id = publish(surveillance_run_task.si(run.pk))
+        task_id = publish(by_name("audit.surveillance_run", run.pk))
     except Exception as exc:  # kombu/redis raise several kinds; all mean "down"
         log.warning("surveillance run %s not dispatched: %s", run.pk, exc)
         run.dispatched_at = None

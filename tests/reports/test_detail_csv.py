@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from audit.reports import detail
+from audit.reports import detail, sheets
 from tables.models import Coup
 
 from .conftest import DAY1, DAY2, DAY3, at, close_sessions, play
@@ -60,8 +60,8 @@ def _both(params, tmp_path) -> tuple[bytes, bytes, int]:
                                    progress=calls.append)
     n_py = detail.write_coups_csv(params, py_path, stamp=STAMP, python=True)
     assert n_sql == n_py
-    assert calls == [k * detail.PROGRESS_EVERY
-                     for k in range(1, n_sql // detail.PROGRESS_EVERY + 1)]
+    assert calls == [k * sheets.PROGRESS_EVERY
+                     for k in range(1, n_sql // sheets.PROGRESS_EVERY + 1)]
     return sql_path.read_bytes(), py_path.read_bytes(), n_sql
 
 
@@ -100,7 +100,7 @@ def test_the_sql_built_csv_is_the_python_csv_byte_for_byte(
     assert coups.filter(gaming_day=DAY3).exists()
     assert any(c.created_at.microsecond for c in coups)
 
-    monkeypatch.setattr(detail, "PROGRESS_EVERY", 7)  # several chunks
+    monkeypatch.setattr(sheets, "PROGRESS_EVERY", 7)  # several chunks
     params = {"from_day": str(DAY1 - timedelta(days=1)),
               "to_day": str(DAY3 + timedelta(days=1)), "tables": []}
     sql, py, n = _both(params, tmp_path)
@@ -198,7 +198,7 @@ def test_outside_a_transaction_it_reads_on_a_connection_of_its_own(
 
     play(croupier, DAY1, tables=1, shoes=1, seed=4, rate=0.05,
          prefix='Q, "quoted"')
-    monkeypatch.setattr(detail, "PROGRESS_EVERY", 10)
+    monkeypatch.setattr(sheets, "PROGRESS_EVERY", 10)
     opened = []
     real = connections.create_connection
 

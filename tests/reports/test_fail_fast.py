@@ -19,7 +19,7 @@ import time
 import pytest
 
 from audit.reports.models import ReauditRun, ReportJob
-from audit.reports.services import dispatch_pending
+from audit.reports.nightly import dispatch_pending
 
 from .conftest import DAY1, play
 

@@ -73,11 +73,11 @@ def test_a_house_rule_cut_off_moves_the_gaming_day(croupier, manager, client):
 def test_progress_counts_the_rows_as_they_are_written(
         croupier, croupier2, manager, monkeypatch, fmt,
         django_capture_on_commit_callbacks):
-    from audit.reports import detail
+    from audit.reports import sheets
 
     play(croupier, DAY1, tables=2, shoes=1, seed=9, rate=0.05)
     play(croupier2, DAY2, tables=1, shoes=1, seed=10, rate=0.05)
-    monkeypatch.setattr(detail, "PROGRESS_EVERY", 1)  # every row tells
+    monkeypatch.setattr(sheets, "PROGRESS_EVERY", 1)  # every row tells
     told = []
     real = services.report_progress
 

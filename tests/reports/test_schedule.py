@@ -12,7 +12,8 @@ from django.contrib.auth.models import User
 from django_celery_beat.models import PeriodicTask
 
 from audit.reports.models import ReportJob
-from audit.reports.services import dispatch_pending, nightly_reports
+from audit.reports.nightly import dispatch_pending
+from audit.reports.services import nightly_reports
 from casino.models import ChangeLog
 from tables.models import Table
 from tables.services import house_rules_change, table_create

@@ -57,9 +57,9 @@ def hold(name: str) -> None:
 def _install(**kwargs) -> None:
     if not os.environ.get("REPORTS_TEST_HOLD"):
         return
-    from audit.reports import detail, reaudit, services
+    from audit.reports import reaudit, services, sheets
 
-    detail.PROGRESS_EVERY = 20
+    sheets.PROGRESS_EVERY = 20
     progress, compare = services.report_progress, reaudit._compare
 
     def held_progress(job_id, **kw):
