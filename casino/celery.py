@@ -48,7 +48,12 @@ def by_name(name: str, *args):
     """A task's signature by its registered name: services hand work to
     Celery this way and never import the task modules, which sit on top of
     them (README, "Layout"); the name is the contract, and a worker (or eager
-    mode here) resolves it to the task."""
+    mode here) resolves it to the task. The apps' task modules are imported
+    the first time (as a worker does at start; autodiscovery waits for
+    that), so an unknown name fails loudly (NotRegistered) in the caller."""
+    if name not in app.tasks:
+        app.loader.import_default_modules()
+    app.tasks[name]  # noqa: B018 - NotRegistered for a name no app defines
     return app.signature(name, args=args, immutable=True)
 
 

@@ -33,3 +33,24 @@ def test_no_upward_import():
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "0 broken" in run.stdout
+
+
+def test_every_task_a_service_names_is_a_task():
+    """Services name their tasks (casino.celery.by_name): every name written
+    in the code is registered, with the arguments its task takes."""
+    import inspect
+    import re
+
+    from casino.celery import app, by_name
+
+    called = {}
+    for path in [*ROOT.glob("audit/**/*.py"), *ROOT.glob("tables/**/*.py"),
+                 *ROOT.glob("casino/**/*.py")]:
+        for name, args in re.findall(r'by_name\(\s*"([\w.]+)"((?:,[^()]*)?)\)',
+                                     path.read_text()):
+            called[name] = args.count(",")
+    assert len(called) >= 4, called  # reports, re-audits, surveillance
+    for name, n_args in called.items():
+        task = by_name(name, *range(n_args)).type
+        assert task is app.tasks[name]
+        inspect.signature(task.run).bind(*range(n_args))
