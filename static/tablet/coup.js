@@ -25,6 +25,11 @@
   const LANG = S.language || document.documentElement.lang || "en";
   const QUEUE_KEY = "chemmy.tablet.queue";
   const DEVICE_KEY = "chemmy.tablet.device";
+  // The server's latest state of this shoe, as the page last heard it
+  // (refreshState). Offline, a reload gets the service worker's kept copy of
+  // the page, which can be older: a tie's stakes, the bank and the last coup
+  // recorded since would be lost with it. Removed when the tablet locks.
+  const STATE_KEY = "chemmy.tablet.state";
   const SLOTS = ["p1", "b1", "p2", "b2", "p3", "b3"];
   const SUIT_SYMBOL = { S: "\u2660", H: "\u2665", D: "\u2666", C: "\u2663" };
   const RANK_LABEL = {};
@@ -112,6 +117,34 @@
     const rank = T["card_rank_" + code[0]] || (code[0] === "T" ? "10" : code[0]);
     return fmt(T.card_name, { rank: rank, suit: T["card_suit_" + code[1]] || code[1] });
   }
+
+  // ---- the shoe's state, kept on the tablet ---------------------------------
+
+  function keptState() {
+    try {
+      const kept = JSON.parse(localStorage.getItem(STATE_KEY) || "null");
+      return kept && kept.shoe && kept.shoe.id === S.shoe.id ? kept : null;
+    } catch (e) {
+      return null;
+    }
+  }
+  function keepState(fresh) {
+    try {
+      localStorage.setItem(STATE_KEY, JSON.stringify(fresh));
+    } catch (e) {
+      /* storage full: the queue matters more, and the page still works */
+    }
+  }
+  /** Whether the server said `a` after `b` (state.py as_of, its clock). */
+  function later(a, b) {
+    const ta = Date.parse(a || "");
+    const tb = Date.parse(b || "");
+    return Number.isFinite(ta) && (!Number.isFinite(tb) || ta > tb);
+  }
+  (function adoptKeptState() {
+    const kept = keptState();
+    if (kept && later(kept.as_of, S.as_of)) S = Object.assign({}, S, kept);
+  })();
 
   // ---- the queue (localStorage: survives a reload and a dead battery) -------
 
@@ -226,8 +259,10 @@
   }
   let standingCount = 0;
   // Opened after a tie (house rule tie_rule "stay"): its stakes are still on
-  // the table, as the server keeps them (at least what was covered).
-  if (view.tied && !view.waiting) {
+  // the table, as the server keeps them (at least what was covered), or as
+  // the tie still waiting in the queue left them (derive: the last waiting
+  // coup's). Either way they survive a reload and an offline spell.
+  if (view.tied) {
     stakes = view.tied.map((t) => ({
       seat: t.seat, standing: t.standing, amount: t.amount, announcement: "none",
     }));
@@ -1190,6 +1225,7 @@
       if (!r.ok) return false;
       const fresh = await r.json();
       S = Object.assign({}, S, fresh);
+      keepState(fresh);
       if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
       return true;
     } catch (e) {

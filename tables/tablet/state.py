@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
@@ -92,6 +93,9 @@ def shoe_state(shoe: Shoe) -> dict:
     turn = session.turns.filter(closed_at__isnull=True).first()
     last_turn, offer = passed_bank_offer(session)
     return {
+        # when the server said it: the page keeps the latest state it heard
+        # (coup.js keepState) and prefers it to an older copy of the page
+        "as_of": timezone.now().isoformat(),
         "shoe": {
             "id": shoe.pk,
             "number": shoe.number,
