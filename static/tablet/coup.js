@@ -224,6 +224,7 @@
       // house rule hold on error: the coup that stopped play, and its findings
       heldBy: S.shoe.held_by_seq || null,
       heldFindings: S.shoe.held ? S.shoe.held.findings : [],
+      heldCodes: S.shoe.held ? S.shoe.held.codes || [] : [],
     };
     for (const e of mine(queue())) {
       if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
@@ -237,6 +238,7 @@
       if (p.holds && !v.heldBy) {
         v.heldBy = e.body.expected_seq; // the server will hold it too
         v.heldFindings = p.holds;
+        v.heldCodes = p.hold_codes || [];
       }
       if (p.turn_ends) {
         v.turnOpen = false;
@@ -379,6 +381,8 @@
     money: money,
     toCents: C.toCents,
     seatName: stakeName,
+    // what holds this shoe, as the page knows it (house rule hold on error)
+    heldCodes: (seq) => (view.heldBy === seq ? view.heldCodes : null),
   });
 
   /** The stakes as the engine would refuse them, said before saving (the
@@ -1053,6 +1057,7 @@
       // house rule hold on error: the findings that will stop play (the
       // tablet stops at once, offline too; the server's state confirms it)
       holds: holding.length ? holding.map((f) => findingText(f, totals)) : null,
+      hold_codes: holding.length ? holding.map((f) => f.code) : null,
     };
   }
 
@@ -1065,8 +1070,8 @@
   function save() {
     hideAlert();
     if (paused) return;
-    // House rule hold_on_error: a critical finding stopped play at this shoe.
-    if (stopped()) return showAlert(fmt(T.refused_shoe_held, { n: view.heldBy }));
+    // House rule hold on error: a finding stopped play at this shoe (named).
+    if (stopped()) return showAlert(REFUSAL.held(view.heldBy, view.heldCodes));
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);

@@ -365,10 +365,34 @@ def js_strings() -> dict[str, str]:
         "refused_cards_banker": _(
             "The banker's cards are not valid (two or three cards): check them."
         ),
+        # {why}: what stopped play, named (stops_<code> below)
         "refused_shoe_held": _(
-            "Play is stopped at this shoe: coup {n} has a serious finding. "
-            "Call the pit boss: he releases the shoe before the next coup."
+            "{why} Play is stopped at this shoe since coup {n}: call the pit "
+            "boss, he releases the shoe before the next coup."
         ),
+        # house rule hold on error: each finding that can stop play, named
+        "stops_false_draw": _("A false draw stops play at this table (house rule)."),
+        "stops_draw_after_natural": _(
+            "A third card dealt after a natural stops play at this table "
+            "(house rule)."
+        ),
+        "stops_deal_below_seven": _(
+            "A coup begun with fewer than 7 cards in the shoe stops play at "
+            "this table (house rule)."
+        ),
+        "stops_house_choice": _(
+            "A cell the house prescribes, played the other way, stops play at "
+            "this table (house rule)."
+        ),
+        "stops_card_count_exceeded": _(
+            "A card seen more often than the shoe holds it stops play at this "
+            "table (house rule)."
+        ),
+        "stops_bank_mismatch": _(
+            "A declared bank that differs from the bank carried forward stops "
+            "play at this table (house rule)."
+        ),
+        "stops_other": _("A finding stops play at this table (house rule)."),
         "stopped": _(
             "Play is stopped at this shoe: coup {n} has a finding that stops "
             "play (house rule: hold on error). Call the pit boss: he releases "
