@@ -693,10 +693,10 @@
       else if (c && c.declined > 0) btn.classList.add("partly");
       if (cov && cov.punter_index === i) btn.classList.add("holder");
     });
-    const felt = $("felt-bank");
-    felt.textContent = view.turnOpen
-      ? fmt(T.seat_n, { n: view.bankerSeat }) + " \u00b7 " + T.banker_seat + " " + money(view.bank)
-      : T.no_turn;
+    // The felt speaks only when no bank is open: with one, the banker's
+    // seat and the coverage line say it, and a seat a few lines taller
+    // (stakes declined) may reach the middle of the map.
+    $("felt-bank").textContent = view.turnOpen ? "" : T.no_bank_felt;
     // standing players
     const list = $("standing-list");
     list.replaceChildren();
@@ -707,7 +707,7 @@
         class: "btn chip standing" + (i === selected ? " selected" : ""),
         "aria-pressed": i === selected ? "true" : "false",
         "aria-label": s.standing,
-        text: s.standing + " \u00b7 " + stakeInfo(i, cov),
+        text: s.standing + " \u00b7 " + stakeInfo(i, cov).replace(/\n/g, " \u00b7 "),
       });
       b.addEventListener("click", function () {
         selected = i;
@@ -717,17 +717,21 @@
     });
   }
 
+  /** A stake in words. Short (a seat's bubble), each fact on its own line
+   *  and a stake declined whole said once ("declined 500", struck through):
+   *  a bubble three lines tall at most fits the map (tablet.css). */
   function stakeInfo(i, cov, long) {
     const s = stakes[i];
-    const parts = [money(s.amount)];
-    if (s.announcement !== "none") parts.push(T["announce_" + s.announcement]);
     const c = cov && cov.stakes[i];
+    const whole = !long && c && c.covered === 0 && c.declined > 0;
+    const parts = whole ? [] : [money(s.amount)];
+    if (s.announcement !== "none") parts.push(T["announce_" + s.announcement]);
     if (c && c.declined > 0) {
       parts.push(fmt(T.declined_line, { amount: money(c.declined) }));
     } else if (c && long) {
       parts.push(fmt(T.covered_line, { amount: money(c.covered) }));
     }
-    return parts.join(" \u00b7 ");
+    return parts.join(long ? " \u00b7 " : "\n");
   }
 
   function renderStakeLines() {
@@ -950,18 +954,22 @@
       box.append(el("p", { class: "payouts-h", text: T.payouts }), ul);
     }
     if (r.cards_left < 7) box.append(el("p", { class: "warn", text: fmt(T.cards_low, { n: r.cards_left }) }));
-    if (r.outcome === "punter" && r.next_banker_seat) {
-      box.append(el("p", { class: "lost", text: fmt(T.bank_lost, { n: r.next_banker_seat }) }));
-      if (!r.provisional) {
-        box.append(el("a", { class: "btn btn-primary btn-big", href: URLS.session, text: T.open_next_bank }));
-      }
-    }
     if (r.by && r.acceptedBy) {
       box.append(el("p", { class: "muted", text: fmt(T.accepted_line, { user: r.by, by: r.acceptedBy }) }));
     } else if (r.by) {
       box.append(el("p", { class: "muted", text: fmt(T.recorded_by, { user: r.by }) }));
     }
+    // The bank lost: who takes it and the way on, outside the box (which
+    // scrolls when a flagged coup makes it long): always on the screen.
+    const wayOn = [];
+    if (r.outcome === "punter" && r.next_banker_seat) {
+      wayOn.push(el("p", { class: "lost", text: fmt(T.bank_lost, { n: r.next_banker_seat }) }));
+      if (!r.provisional) {
+        wayOn.push(el("a", { class: "btn btn-primary btn-big", href: URLS.session, text: T.open_next_bank }));
+      }
+    }
     $("result").replaceChildren(box);
+    if (wayOn.length) $("result").append(el("div", { class: "way-on" }, wayOn));
   }
 
   const centsOrNull = (x) => (x === null || x === undefined ? null : C.toCents(x));

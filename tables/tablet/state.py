@@ -487,6 +487,7 @@ def js_strings() -> dict[str, str]:
         "accepted_many": _("{n} coups of {name} accepted by {by}."),
         "accepted_line": _("Entered by {user}, accepted by {by}"),
         "no_turn": _("No bank is open: open the next bank first."),
+        "no_bank_felt": _("No bank open"),  # on the felt: short, clear of the seats
         "cards_full": _("Both hands are full."),
         "no_target": _("Choose who takes the next card."),
         "undo_nothing": _("Nothing to undo."),
