@@ -13,7 +13,7 @@ from tables.tablet.coup import seat_positions
 # The map's box and a seat's width at each size (tablet.css: .table-map,
 # .seat; narrower past ten seats); a seat three lines tall (seat number,
 # amount, what was declined: coup.js stakeInfo) and one with no stake.
-SIZES = {"landscape": (436.0, 280.0, 104.0), "portrait": (415.0, 270.0, 100.0)}
+SIZES = {"landscape": (436.0, 260.0, 104.0), "portrait": (415.0, 270.0, 100.0)}
 MANY_WIDTH = 80.0
 TALL, BARE = 80.0, 60.0
 FELT_WORDS = (0.25, 0.32, 0.75, 0.68)  # .felt-label: left, top, right, bottom
