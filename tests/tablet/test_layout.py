@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -26,6 +27,7 @@ from .conftest import LANDSCAPE, PORTRAIT, TRANSACTIONAL, recorded, sign_in_cook
 pytestmark = [pytest.mark.browser, TRANSACTIONAL]
 
 SIZES = [("landscape", LANDSCAPE), ("portrait", PORTRAIT)]
+SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 # Punter 4+5 = natural 9 against the banker's 2+3: the bank is lost.
 PUNTER_NATURAL = ("4H", "2C", "5S", "3D")
 # Banker 9 natural against the punter's 7: the bank is carried forward.
@@ -294,6 +296,8 @@ def test_the_count_and_close_are_on_the_screen_and_the_close_says_so(
         page.wait_for_url(f"**/tablet/sessions/{shoe.session_id}/")
         said = page.get_by_role("status").filter(has_text=CLOSED[(lang, 0)][:7])
         expect(said).to_have_text(CLOSED[(lang, off)])
+        shot = SHOTS / f"tablet-shoe-closed-{orientation}-{lang}.png"
+        page.screenshot(path=str(shot))
         assert Shoe.objects.get(pk=shoe.pk).left_counted == 299 + off
         findings = list(ShoeFinding.objects.filter(shoe=shoe))
         assert [f.code for f in findings] == (["shoe_count"] if off else [])
