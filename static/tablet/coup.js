@@ -25,6 +25,11 @@
   const LANG = S.language || document.documentElement.lang || "en";
   const QUEUE_KEY = "chemmy.tablet.queue";
   const DEVICE_KEY = "chemmy.tablet.device";
+  // The server's latest state of this shoe, as the page last heard it
+  // (refreshState). Offline, a reload gets the service worker's kept copy of
+  // the page, which can be older: a tie's stakes, the bank and the last coup
+  // recorded since would be lost with it. Removed when the tablet locks.
+  const STATE_KEY = "chemmy.tablet.state";
   const SLOTS = ["p1", "b1", "p2", "b2", "p3", "b3"];
   const SUIT_SYMBOL = { S: "\u2660", H: "\u2665", D: "\u2666", C: "\u2663" };
   const RANK_LABEL = {};
@@ -113,6 +118,34 @@
     return fmt(T.card_name, { rank: rank, suit: T["card_suit_" + code[1]] || code[1] });
   }
 
+  // ---- the shoe's state, kept on the tablet ---------------------------------
+
+  function keptState() {
+    try {
+      const kept = JSON.parse(localStorage.getItem(STATE_KEY) || "null");
+      return kept && kept.shoe && kept.shoe.id === S.shoe.id ? kept : null;
+    } catch (e) {
+      return null;
+    }
+  }
+  function keepState(fresh) {
+    try {
+      localStorage.setItem(STATE_KEY, JSON.stringify(fresh));
+    } catch (e) {
+      /* storage full: the queue matters more, and the page still works */
+    }
+  }
+  /** Whether the server said `a` after `b` (state.py as_of, its clock). */
+  function later(a, b) {
+    const ta = Date.parse(a || "");
+    const tb = Date.parse(b || "");
+    return Number.isFinite(ta) && (!Number.isFinite(tb) || ta > tb);
+  }
+  (function adoptKeptState() {
+    const kept = keptState();
+    if (kept && later(kept.as_of, S.as_of)) S = Object.assign({}, S, kept);
+  })();
+
   // ---- the queue (localStorage: survives a reload and a dead battery) -------
 
   function queue() {
@@ -191,6 +224,7 @@
       // house rule hold on error: the coup that stopped play, and its findings
       heldBy: S.shoe.held_by_seq || null,
       heldFindings: S.shoe.held ? S.shoe.held.findings : [],
+      heldCodes: S.shoe.held ? S.shoe.held.codes || [] : [],
     };
     for (const e of mine(queue())) {
       if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
@@ -204,6 +238,7 @@
       if (p.holds && !v.heldBy) {
         v.heldBy = e.body.expected_seq; // the server will hold it too
         v.heldFindings = p.holds;
+        v.heldCodes = p.hold_codes || [];
       }
       if (p.turn_ends) {
         v.turnOpen = false;
@@ -226,8 +261,10 @@
   }
   let standingCount = 0;
   // Opened after a tie (house rule tie_rule "stay"): its stakes are still on
-  // the table, as the server keeps them (at least what was covered).
-  if (view.tied && !view.waiting) {
+  // the table, as the server keeps them (at least what was covered), or as
+  // the tie still waiting in the queue left them (derive: the last waiting
+  // coup's). Either way they survive a reload and an offline spell.
+  if (view.tied) {
     stakes = view.tied.map((t) => ({
       seat: t.seat, standing: t.standing, amount: t.amount, announcement: "none",
     }));
@@ -344,6 +381,8 @@
     money: money,
     toCents: C.toCents,
     seatName: stakeName,
+    // what holds this shoe, as the page knows it (house rule hold on error)
+    heldCodes: (seq) => (view.heldBy === seq ? view.heldCodes : null),
   });
 
   /** The stakes as the engine would refuse them, said before saving (the
@@ -654,10 +693,10 @@
       else if (c && c.declined > 0) btn.classList.add("partly");
       if (cov && cov.punter_index === i) btn.classList.add("holder");
     });
-    const felt = $("felt-bank");
-    felt.textContent = view.turnOpen
-      ? fmt(T.seat_n, { n: view.bankerSeat }) + " \u00b7 " + T.banker_seat + " " + money(view.bank)
-      : T.no_turn;
+    // The felt speaks only when no bank is open: with one, the banker's
+    // seat and the coverage line say it, and a seat a few lines taller
+    // (stakes declined) may reach the middle of the map.
+    $("felt-bank").textContent = view.turnOpen ? "" : T.no_bank_felt;
     // standing players
     const list = $("standing-list");
     list.replaceChildren();
@@ -668,7 +707,7 @@
         class: "btn chip standing" + (i === selected ? " selected" : ""),
         "aria-pressed": i === selected ? "true" : "false",
         "aria-label": s.standing,
-        text: s.standing + " \u00b7 " + stakeInfo(i, cov),
+        text: s.standing + " \u00b7 " + stakeInfo(i, cov).replace(/\n/g, " \u00b7 "),
       });
       b.addEventListener("click", function () {
         selected = i;
@@ -678,17 +717,21 @@
     });
   }
 
+  /** A stake in words. Short (a seat's bubble), each fact on its own line
+   *  and a stake declined whole said once ("declined 500", struck through):
+   *  a bubble three lines tall at most fits the map (tablet.css). */
   function stakeInfo(i, cov, long) {
     const s = stakes[i];
-    const parts = [money(s.amount)];
-    if (s.announcement !== "none") parts.push(T["announce_" + s.announcement]);
     const c = cov && cov.stakes[i];
+    const whole = !long && c && c.covered === 0 && c.declined > 0;
+    const parts = whole ? [] : [money(s.amount)];
+    if (s.announcement !== "none") parts.push(T["announce_" + s.announcement]);
     if (c && c.declined > 0) {
       parts.push(fmt(T.declined_line, { amount: money(c.declined) }));
     } else if (c && long) {
       parts.push(fmt(T.covered_line, { amount: money(c.covered) }));
     }
-    return parts.join(" \u00b7 ");
+    return parts.join(long ? " \u00b7 " : "\n");
   }
 
   function renderStakeLines() {
@@ -911,18 +954,22 @@
       box.append(el("p", { class: "payouts-h", text: T.payouts }), ul);
     }
     if (r.cards_left < 7) box.append(el("p", { class: "warn", text: fmt(T.cards_low, { n: r.cards_left }) }));
-    if (r.outcome === "punter" && r.next_banker_seat) {
-      box.append(el("p", { class: "lost", text: fmt(T.bank_lost, { n: r.next_banker_seat }) }));
-      if (!r.provisional) {
-        box.append(el("a", { class: "btn btn-primary btn-big", href: URLS.session, text: T.open_next_bank }));
-      }
-    }
     if (r.by && r.acceptedBy) {
       box.append(el("p", { class: "muted", text: fmt(T.accepted_line, { user: r.by, by: r.acceptedBy }) }));
     } else if (r.by) {
       box.append(el("p", { class: "muted", text: fmt(T.recorded_by, { user: r.by }) }));
     }
+    // The bank lost: who takes it and the way on, outside the box (which
+    // scrolls when a flagged coup makes it long): always on the screen.
+    const wayOn = [];
+    if (r.outcome === "punter" && r.next_banker_seat) {
+      wayOn.push(el("p", { class: "lost", text: fmt(T.bank_lost, { n: r.next_banker_seat }) }));
+      if (!r.provisional) {
+        wayOn.push(el("a", { class: "btn btn-primary btn-big", href: URLS.session, text: T.open_next_bank }));
+      }
+    }
     $("result").replaceChildren(box);
+    if (wayOn.length) $("result").append(el("div", { class: "way-on" }, wayOn));
   }
 
   const centsOrNull = (x) => (x === null || x === undefined ? null : C.toCents(x));
@@ -1018,6 +1065,7 @@
       // house rule hold on error: the findings that will stop play (the
       // tablet stops at once, offline too; the server's state confirms it)
       holds: holding.length ? holding.map((f) => findingText(f, totals)) : null,
+      hold_codes: holding.length ? holding.map((f) => f.code) : null,
     };
   }
 
@@ -1030,8 +1078,8 @@
   function save() {
     hideAlert();
     if (paused) return;
-    // House rule hold_on_error: a critical finding stopped play at this shoe.
-    if (stopped()) return showAlert(fmt(T.refused_shoe_held, { n: view.heldBy }));
+    // House rule hold on error: a finding stopped play at this shoe (named).
+    if (stopped()) return showAlert(REFUSAL.held(view.heldBy, view.heldCodes));
     if (!view.turnOpen) return showAlert(T.no_turn);
     if (!stakes.length) return showAlert(T.need_stake);
     if (!twoCardTotals()) return showAlert(T.need_cards);
@@ -1190,6 +1238,7 @@
       if (!r.ok) return false;
       const fresh = await r.json();
       S = Object.assign({}, S, fresh);
+      keepState(fresh);
       if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
       return true;
     } catch (e) {

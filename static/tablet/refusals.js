@@ -52,7 +52,10 @@
     [/^banker(\[\d+\])?$/, null, "refused_cards_banker", () => ({})],
     [/^expected_seq$/, /moved on/, "moved_on", () => ({})],
     [/^turn$/, null, "no_turn", () => ({})],
-    [/^shoe$/, /^held since coup (\d+)/, "refused_shoe_held", (m) => ({ n: m[1] })],
+    // house rule hold on error: "held since coup 3 (false_draw, ...): ...",
+    // what stopped play named in words (the codes, when the server gives them)
+    [/^shoe$/, /^held since coup (\d+)(?: \(([\w, ]+)\))?/, "refused_shoe_held",
+      (m, x) => ({ n: m[1], why: x.stops(m[2] ? m[2].split(/,\s*/) : null, Number(m[1])) })],
     [/^shoe$/, /is closed/, "refused_shoe_closed", () => ({})],
     [/^shoe$/, /^only (\d+) cards are left/, "refused_shoe_short", (m) => ({ n: m[1] })],
     [/^bank$/, /past the largest amount/, "refused_bank_max", () => ({})],
@@ -87,10 +90,28 @@
     return { field: m[1].replace(/^coups\[\d+\]\./, ""), message: m[2] };
   }
 
-  /** ctx: {T, fmt, money(cents) -> text, toCents(text), seatName(stake)} */
+  /** ctx: {T, fmt, money(cents) -> text, toCents(text), seatName(stake),
+   *  heldCodes(seq) -> the codes the page knows hold the shoe since coup
+   *  seq, or null (optional)} */
   function make(ctx) {
     const T = ctx.T;
     const fmt = ctx.fmt;
+
+    /** What stopped play, in words: "A false draw stops play at this table
+     *  (house rule)." for each kind of finding (the page's codes when the
+     *  refusal names none). */
+    function stops(codes, seq) {
+      let known = codes && codes.length ? codes : null;
+      if (!known && ctx.heldCodes) known = ctx.heldCodes(seq);
+      const texts = (known && known.length ? known : ["other"]).map(
+        (c) => T["stops_" + c] || T.stops_other);
+      return texts.filter((t, i) => texts.indexOf(t) === i).join(" ");
+    }
+
+    /** Play stopped at this shoe since coup n, by findings of these codes. */
+    function held(n, codes) {
+      return fmt(T.refused_shoe_held, { n: n, why: stops(codes, n) });
+    }
 
     function amount(text) {
       let cents = ctx.toCents(String(text));
@@ -128,7 +149,7 @@
           const m = messageRe ? messageRe.exec(message) : [message];
           if (!m) continue;
           const x = { who: who(field, body), amount: amount, announcement: announcement,
-            player: player };
+            player: player, stops: stops };
           return { key: key, text: fmt(T[key], values(m, x)) };
         }
       }
@@ -141,7 +162,7 @@
       };
     }
 
-    return { words: words, split: split };
+    return { words: words, split: split, held: held };
   }
 
   root.ChemmyRefusals = { make: make, split: split, RULES: RULES };

@@ -12,13 +12,22 @@
       });
   }
 
-  // A locked tablet keeps no copy of any table's screen.
-  if (document.body.classList.contains("lock-page") && window.caches) {
-    caches.keys().then(function (keys) {
-      keys.forEach(function (k) {
-        caches.delete(k);
+  // A locked tablet keeps no copy of any table's screen (nor the coup
+  // screen's kept state, coup.js; the queue of coups stays, under their
+  // authors' names).
+  if (document.body.classList.contains("lock-page")) {
+    try {
+      localStorage.removeItem("chemmy.tablet.state");
+    } catch (e) {
+      /* no storage: nothing kept */
+    }
+    if (window.caches) {
+      caches.keys().then(function (keys) {
+        keys.forEach(function (k) {
+          caches.delete(k);
+        });
       });
-    });
+    }
   }
 
   document.querySelectorAll("form[data-confirm]").forEach(function (form) {

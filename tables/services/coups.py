@@ -25,10 +25,12 @@ from ..chemmy import CoupError
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import Coup, Finding, Stake
 from . import ledger_pg
+from .holds import hold_codes
 from .ledger import (
     BANCO,
     LEDGER_MAX,
     CoupInput,
+    ShoeHeld,
     ShoeState,
     StakeInput,
     TurnState,
@@ -292,6 +294,10 @@ def _record_locked(
             raise Conflict("turn", "no open banker turn: open one before dealing")
         # the fast path checked the same rows in its lock statement
         seal_check(shoe, shoe.session, shoe.session.table, turn)
+    if shoe.held_by_seq is not None:
+        # refused before anything is prepared, naming what stopped play
+        # (coup_prepare refuses it too, for a batch that holds the shoe)
+        raise ShoeHeld(shoe.held_by_seq, hold_codes(shoe))
     # The coup is its author's (entered_by); the log row is whoever sent it.
     ctx = coup_context(shoe, author, device)
     now = timezone.now()

@@ -35,7 +35,16 @@ def hold_of(shoe: Shoe) -> dict | None:
         "seq": seq,
         "coup": coup.pk if coup else None,
         "findings": [finding_text(f, coup) for f in stopping],
+        # what kind of finding stopped play, for a sentence that names it
+        # ("A false draw stops play at this table", the tablet's strings)
+        "codes": list(dict.fromkeys(f.code for f in stopping)),
     }
+
+
+def hold_codes(shoe: Shoe) -> list[str]:
+    """The codes of the findings that hold this shoe (none when not held)."""
+    hold = hold_of(shoe)
+    return hold["codes"] if hold else []
 
 
 def held_shoes() -> list[dict]:

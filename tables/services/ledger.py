@@ -367,13 +367,18 @@ class ShoeHeld(Conflict):
 
     code = "shoe_held"
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: int, codes: Sequence[str] = ()) -> None:
+        # the codes of what stopped play, when known: "held since coup 3
+        # (false_draw): ..." (the tablet names it in words, refusals.js)
+        which = f" ({', '.join(codes)})" if codes else ""
         super().__init__(
             "shoe",
-            f"held since coup {seq}: a critical finding stopped play at this "
-            "shoe; a pit boss must release it, with a reason, before the next coup",
+            f"held since coup {seq}{which}: a finding that stops play at this "
+            "table (house rule hold on error) holds the shoe; a pit boss must "
+            "release it, with a reason, before the next coup",
         )
         self.seq = seq
+        self.codes = list(codes)
 
 
 def _check_ledger_room(turn: TurnState, settlement) -> None:

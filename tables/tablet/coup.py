@@ -8,8 +8,6 @@ service worker that lets the page reload while the Wi-Fi is down.
 
 from __future__ import annotations
 
-import math
-
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
@@ -39,22 +37,61 @@ ASSETS = (
 )
 
 
+# The seats stand round the map's edge, not on a circle: on an ellipse the
+# size of the map, neighbours near its ends (the banker's seat a line taller)
+# covered each other and seat 1 the "croupier" label. Top and bottom rows,
+# one seat on each side between them; the croupier at the bottom centre (his
+# label under the map). The top row hangs from the map's top edge and the
+# bottom row stands on its bottom edge (tablet.css, data-row), so a seat a
+# few lines taller grows inwards, never past the map or onto the label.
+# Percentages of the map's box; tablet.css sizes the seats (narrower past
+# ten) so that none covers another at either tablet size
+# (tests/tablet/test_seat_positions.py checks every count, 2 to 12).
+ROW_TOP, ROW_BOTTOM, SIDE_Y = 0.0, 100.0, 50.0
+EDGE, EDGE_MANY = 12.0, 10.0  # the outer seats' centres, from each side
+MANY = 10  # past this, five to a row and narrower seats
+
+
+def _row(count: int, edge: float) -> list[float]:
+    """`count` centres spread evenly from one edge to the other."""
+    if count == 1:
+        return [50.0]
+    step = (100.0 - 2 * edge) / (count - 1)
+    return [round(edge + i * step, 2) for i in range(count)]
+
+
 def seat_positions(seats: int) -> list[dict]:
-    """Seats around an oval, from the croupier's right (bottom centre) round
-    the table; percentages of the map's box."""
-    gap = 50.0  # degrees left free for the croupier at the bottom
-    step = (360.0 - gap) / max(seats - 1, 1)
-    out = []
-    for k in range(seats):
-        angle = math.radians(90.0 - gap / 2 - k * step)
-        out.append(
-            {
-                "n": k + 1,
-                "x": round(50 + 42 * math.cos(angle), 2),
-                "y": round(50 + 38 * math.sin(angle), 2),
-            }
-        )
-    return out
+    """Seats from the croupier's right (bottom row, right of centre) round
+    the table: up the right side, the top row right to left, down the left
+    side, and the bottom row back towards the croupier."""
+    many = seats > MANY
+    edge = EDGE_MANY if many else EDGE
+    sides = 2 if seats >= 5 else 0
+    if many:
+        top = 5
+    else:
+        top = (seats - sides) // 2
+    bottom = seats - sides - top
+    grid = _row(5 if many else 4, edge)
+    right = [x for x in grid if x >= 50.0]
+    left = [x for x in grid if x < 50.0]
+    if 50.0 in right and bottom < 5:
+        right.remove(50.0)  # the croupier's own place, kept while there is room
+    n_right = (bottom + 1) // 2
+    n_left = bottom - n_right
+    order: list[tuple[float, float]] = []
+    order += [(x, ROW_BOTTOM) for x in right[:n_right]]
+    if sides:
+        order.append((100.0 - edge, SIDE_Y))
+    order += [(x, ROW_TOP) for x in reversed(_row(top, edge))]
+    if sides:
+        order.append((edge, SIDE_Y))
+    order += [(x, ROW_BOTTOM) for x in left[len(left) - n_left:]]
+    rows = {ROW_TOP: "top", ROW_BOTTOM: "bottom", SIDE_Y: "side"}
+    return [
+        {"n": k + 1, "x": x, "y": y, "row": rows[y], "many": many}
+        for k, (x, y) in enumerate(order)
+    ]
 
 
 def card_keys() -> tuple[list[dict], list[dict]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
@@ -92,6 +93,9 @@ def shoe_state(shoe: Shoe) -> dict:
     turn = session.turns.filter(closed_at__isnull=True).first()
     last_turn, offer = passed_bank_offer(session)
     return {
+        # when the server said it: the page keeps the latest state it heard
+        # (coup.js keepState) and prefers it to an older copy of the page
+        "as_of": timezone.now().isoformat(),
         "shoe": {
             "id": shoe.pk,
             "number": shoe.number,
@@ -361,10 +365,34 @@ def js_strings() -> dict[str, str]:
         "refused_cards_banker": _(
             "The banker's cards are not valid (two or three cards): check them."
         ),
+        # {why}: what stopped play, named (stops_<code> below)
         "refused_shoe_held": _(
-            "Play is stopped at this shoe: coup {n} has a serious finding. "
-            "Call the pit boss: he releases the shoe before the next coup."
+            "{why} Play is stopped at this shoe since coup {n}: call the pit "
+            "boss, he releases the shoe before the next coup."
         ),
+        # house rule hold on error: each finding that can stop play, named
+        "stops_false_draw": _("A false draw stops play at this table (house rule)."),
+        "stops_draw_after_natural": _(
+            "A third card dealt after a natural stops play at this table "
+            "(house rule)."
+        ),
+        "stops_deal_below_seven": _(
+            "A coup begun with fewer than 7 cards in the shoe stops play at "
+            "this table (house rule)."
+        ),
+        "stops_house_choice": _(
+            "A cell the house prescribes, played the other way, stops play at "
+            "this table (house rule)."
+        ),
+        "stops_card_count_exceeded": _(
+            "A card seen more often than the shoe holds it stops play at this "
+            "table (house rule)."
+        ),
+        "stops_bank_mismatch": _(
+            "A declared bank that differs from the bank carried forward stops "
+            "play at this table (house rule)."
+        ),
+        "stops_other": _("A finding stops play at this table (house rule)."),
         "stopped": _(
             "Play is stopped at this shoe: coup {n} has a finding that stops "
             "play (house rule: hold on error). Call the pit boss: he releases "
@@ -459,6 +487,7 @@ def js_strings() -> dict[str, str]:
         "accepted_many": _("{n} coups of {name} accepted by {by}."),
         "accepted_line": _("Entered by {user}, accepted by {by}"),
         "no_turn": _("No bank is open: open the next bank first."),
+        "no_bank_felt": _("No bank open"),  # on the felt: short, clear of the seats
         "cards_full": _("Both hands are full."),
         "no_target": _("Choose who takes the next card."),
         "undo_nothing": _("Nothing to undo."),

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from casino.roles import has_capability, works_at
@@ -296,6 +298,32 @@ def turn_pass(request, turn_id: int):
     return redirect("tablet:session", turn.session_id)
 
 
+def _closed_message(request, shoe: Shoe) -> None:
+    """After the close, on the hub: the count agrees, or by how much it
+    differs (the shoe_count finding is then on its way to the pit boss)."""
+    counted = shoe.left_counted
+    if counted is None:
+        return
+    expected = shoe.cards_left  # what the shoe should still hold
+    diff = abs(counted - expected)
+    if diff == 0:
+        text = ngettext(
+            "Shoe %(n)s closed: the count agrees (%(left)s card left).",
+            "Shoe %(n)s closed: the count agrees (%(left)s cards left).",
+            counted,
+        ) % {"n": shoe.number, "left": counted}
+        messages.success(request, text)
+        return
+    text = ngettext(
+        "Shoe %(n)s closed: the count differs by %(diff)s card (counted "
+        "%(counted)s, expected %(expected)s). The pit boss is told.",
+        "Shoe %(n)s closed: the count differs by %(diff)s cards (counted "
+        "%(counted)s, expected %(expected)s). The pit boss is told.",
+        diff,
+    ) % {"n": shoe.number, "diff": diff, "counted": counted, "expected": expected}
+    messages.warning(request, text)
+
+
 @require_POST
 @tablet_view("shoe.manage")
 def shoe_close(request, shoe_id: int):
@@ -306,12 +334,13 @@ def shoe_close(request, shoe_id: int):
     form = ShoeCloseForm(request.POST)
     if form.is_valid():
         try:
-            services.shoe_close(
+            closed = services.shoe_close(
                 shoe=shoe,
                 user=request.user,
                 device=device_of(request),
                 cards_left=form.cleaned_data["cards_left"],
             )
+            _closed_message(request, closed)
             return redirect("tablet:session", shoe.session_id)
         except Invalid as exc:
             _service_error(form, exc)

@@ -53,7 +53,7 @@ def post(client, shoe_id, data, key=None):
 
 
 def open_table(manager, croupier, name, *, decks=None, burned=0, bank="1000",
-               hold=False):
+               hold=False, hold_warnings=()):
     from tables.services import (
         banker_turn_open,
         house_rules_change,
@@ -66,7 +66,7 @@ def open_table(manager, croupier, name, *, decks=None, burned=0, bank="1000",
                          minimum_banco=Decimal("100.00"))
     if hold:
         house_rules_change(table=table, user=manager, reason="stop at the mistake",
-                           hold_on_error=True)
+                           hold_on_error=True, hold_warnings=list(hold_warnings))
     session = session_open(table=table, user=croupier)
     shoe = shoe_open(session=session, user=croupier, decks=decks, burned=burned)
     if bank:
@@ -174,8 +174,18 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
     held = open_table(manager, croupier, "Held", hold=True)
     assert post(c, held.pk, body(declared_bank="900.00"))[0] == 201
     case("shoe held", body(), "refused_shoe_held",
-         "Play is stopped at this shoe: coup 1 has a serious finding. Call the pit "
-         "boss: he releases the shoe before the next coup.", shoe_id=held.pk)
+         "A declared bank that differs from the bank carried forward stops play at "
+         "this table (house rule). Play is stopped at this shoe since coup 1: call "
+         "the pit boss, he releases the shoe before the next coup.", shoe_id=held.pk)
+    # issue 24: a false draw stops play where the house says so; named
+    false = open_table(manager, croupier, "Held on a false draw", hold=True,
+                       hold_warnings=["false_draw"])
+    assert post(c, false.pk, {"punter": ["3S", "3H"], "banker": ["7C", "KD", "AD"],
+                              "stakes": [stake()]})[0] == 201  # banker drew on 7
+    case("shoe held on a false draw", body(), "refused_shoe_held",
+         "A false draw stops play at this table (house rule). Play is stopped at "
+         "this shoe since coup 1: call the pit boss, he releases the shoe before "
+         "the next coup.", shoe_id=false.pk)
 
     # house rule tie_rule "stay": a tie's stakes stay for the next coup
     tied = open_table(manager, croupier, "Tied")
@@ -250,6 +260,12 @@ def test_every_refusal_in_the_croupiers_words(
     assert below == (
         "Place 3 : 5 est sous le minimum de la table, 10. Augmentez la mise ou "
         "retirez-la."
+    )
+    held = dict(zip([c[0] for c in cases], french, strict=True))
+    assert held["shoe held on a false draw"]["text"] == (
+        "Un faux tirage arrête le jeu à cette table (règle de la maison). Le jeu "
+        "est arrêté à ce sabot depuis le coup 1 : appelez le chef de partie, il "
+        "libère le sabot avant le coup suivant."
     )
 
 

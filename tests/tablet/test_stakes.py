@@ -38,8 +38,10 @@ def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupie
     page.get_by_role("button", name="Banco solo").click()
     # banco solo takes the whole bank first: seat 3 is declined
     expect(coverage).to_have_text("Bank 1,000 · covered 1,000 · garage 0")
-    expect(page.locator("#seat-3-info")).to_have_text("200 · declined 200")
-    expect(page.locator("#seat-5-info")).to_have_text("1,000 · banco solo")
+    # a seat's bubble: one fact a line, a stake declined whole said once
+    expect(page.locator("#seat-3-info")).to_have_text("declined 200")
+    expect(page.locator(".seat[data-seat='3']")).to_have_class("seat staked declined")
+    assert page.locator("#seat-5-info").text_content() == "1,000\nbanco solo"
     expect(page.locator("#selected-line")).to_contain_text("holds the punter hand")
     deal(page, "2H", "7S", "KD", "QC", "4C")  # banker 7 beats punter 6
     page.get_by_role("button", name="Save coup").click()
