@@ -61,7 +61,7 @@ def test_a_manager_writes_a_version_from_the_page(manager, table):
         "half_even", "all_or_nothing", Decimal("20000.00"), {"3/9": "draw"}, True)
     listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
     assert "club rules of 2027" in listing
-    assert "3/9: draw" in listing
+    assert "<dt>The banker on 3 against a 9</dt><dd>draw</dd>" in listing
 
 
 def test_the_page_names_the_warnings_that_stop_play(manager, table):
@@ -79,7 +79,8 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     assert (new.hold_on_error, new.hold_warnings) == (
         True, ["draw_after_natural", "false_draw"])
     listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
-    assert "hold on error (also: card after a natural, false draw)" in listing
+    assert ("<dt>Hold on error</dt><dd>critical findings, card after a natural, "
+            "false draw</dd>") in listing
     assert 'value="false_draw" checked' in listing
     # none ticked: critical findings only again
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
@@ -89,7 +90,7 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     # a code that is not a warning is refused naming the field
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
         new, hold_warnings_shown="1", hold_warnings=["bank_mismatch"], reason="x"))
-    assert r.status_code == 400 and "hold_warnings:" in r.content.decode()
+    assert r.status_code == 400 and 'data-field="hold_warnings"' in r.content.decode()
 
 
 @pytest.mark.parametrize("change, field", [
@@ -108,7 +109,7 @@ def test_a_bad_value_is_refused_on_the_page_naming_it(manager, table, change, fi
     body.update(change)
     r = client_for(manager).post(f"/floor/tables/{table.pk}/rules/", body)
     assert r.status_code == 400
-    assert f"{field}:" in r.content.decode()
+    assert f'data-field="{field}"' in r.content.decode()
     assert HouseRules.objects.count() == before
 
 
