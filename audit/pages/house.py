@@ -263,6 +263,9 @@ def _day(text: str) -> date:
         raise ServiceError("effective_from", _("a date such as 2027-01-31")) from None
 
 
+AMOUNT_EXAMPLES = {"commission_rate": "0.05", "commission_unit": "0.10"}
+
+
 def _changes(post, current: HouseRules) -> dict:
     """The form's values as the service takes them: only what changed."""
     from decimal import Decimal, InvalidOperation
@@ -288,7 +291,8 @@ def _changes(post, current: HouseRules) -> dict:
             try:
                 out[name] = Decimal(raw)
             except InvalidOperation:
-                raise ServiceError(name, _("an amount such as 0.05")) from None
+                raise ServiceError(name, _("an amount such as %(example)s") % {
+                    "example": AMOUNT_EXAMPLES.get(name, "100.00")}) from None
     out["hold_on_error"] = post.get("hold_on_error") == "on"
     if "hold_warnings_shown" in post:  # the form's boxes, ticked or not
         out["hold_warnings"] = post.getlist("hold_warnings") or None

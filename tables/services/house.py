@@ -158,7 +158,8 @@ def _decimal(value: object, field: str) -> Decimal:
 def _choice(values: dict, field: str, choices) -> None:
     if values[field] not in choices.values:
         raise Invalid(
-            field, _("must be one of %(choices)s") % {"choices": ", ".join(choices.values)}
+            field,
+            _("must be one of %(choices)s") % {"choices": ", ".join(choices.values)},
         )
 
 
@@ -247,7 +248,8 @@ def _check_cells(engine: chemmy.Prescriptions, tableau: TableauVersion) -> None:
     grid = tableau.as_engine()
     for key in engine.banker:
         total, _slash, third = key.partition("/")
-        action = grid.banker_action(int(total), None if third == "stood" else int(third))
+        column = None if third == "stood" else int(third)
+        action = grid.banker_action(int(total), column)
         if action is not chemmy.Action.OPTIONAL:
             must = _("must draw") if action is chemmy.Action.DRAW else _("must stand")
             raise Invalid(

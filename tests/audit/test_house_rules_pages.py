@@ -160,3 +160,53 @@ def test_a_pit_boss_releases_a_held_shoe_from_the_page(
     assert Shoe.objects.get(pk=shoe.pk).held_by_seq is None
     assert ShoeRelease.objects.get(shoe=shoe).reason == "recounted"
     assert "Held shoes" not in p.get("/floor/rules/").content.decode()
+
+
+def test_an_unknown_tableau_is_refused_in_words_keeping_every_value(manager, table):
+    """Issue 24, item 4: the tableau is a choice of the versions on file; a
+    name that is none of them (a hand-made post) is refused, in the reader's
+    words, and every value the manager chose comes back on the form."""
+    from django.utils import translation
+
+    body = form(table.rules, commission_rounding="half_even",
+                cover_rule="all_or_nothing", tie_rule="returned", punter_five="draw",
+                hold_on_error="on", hold_warnings_shown="1",
+                hold_warnings=["false_draw"], false_draw_sanction="lose_shoe",
+                tableau_version="chemy-standard-1", reason="club rules",
+                **{"cell:3/9": "draw", "cell:5/4": "stand"})
+    c = client_for(manager)
+    r = c.post(f"/floor/tables/{table.pk}/rules/", body)
+    assert r.status_code == 400
+    html = r.content.decode()
+    assert 'data-field="tableau_version"' in html
+    assert ("<strong>Tableau</strong>: there is no tableau named "
+            "“chemy-standard-1”") in html
+    assert "tableau_version:" not in html and "unknown tableau" not in html
+    for name, value in [("commission_rounding", "half_even"),
+                        ("cover_rule", "all_or_nothing"), ("tie_rule", "returned"),
+                        ("punter_five", "draw"), ("false_draw_sanction", "lose_shoe"),
+                        ("cell:3/9", "draw"), ("cell:5/4", "stand")]:
+        select = html.split(f'name="{name}"', 1)[1].split("</select>", 1)[0]
+        assert f'<option value="{value}" selected>' in select, name
+    assert '<input type="checkbox" name="hold_on_error" checked>' in html
+    assert 'value="false_draw" checked' in html
+    assert 'value="house_choice" checked' not in html
+    assert HouseRules.objects.filter(table=table).count() == 1
+    # the same in French: the field and the reason in words
+    c.cookies["django_language"] = "fr"
+    with translation.override("fr"):
+        r = c.post(f"/floor/tables/{table.pk}/rules/", body,
+                   HTTP_ACCEPT_LANGUAGE="fr")
+    html = r.content.decode()
+    assert r.status_code == 400
+    assert "<strong>Tableau</strong> : aucun tableau ne s’appelle" in html, html[
+        html.find("rules-error"):][:400]
+    assert "there is no tableau" not in html
+
+
+def test_the_api_refuses_an_unknown_tableau_naming_the_field(as_user, manager, table):
+    r = as_user(manager).post(f"/api/v1/tables/{table.pk}/rules/", {
+        "reason": "typo", "tableau_version": "chemy-standard-1"}, format="json")
+    assert r.status_code == 400
+    assert "tableau_version" in r.json()
+    assert HouseRules.objects.filter(table=table).count() == 1
