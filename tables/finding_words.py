@@ -13,7 +13,9 @@ this module does not know is shown as stored.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
@@ -115,17 +117,26 @@ def _after_natural(side: str, d: Mapping, coup) -> str | None:
     return text.format(card=card_label(str(d.get("card", ""))), total=total)
 
 
+def _amount(value) -> str:
+    """An amount as the tablet shows one (its money() in coup.js): grouped,
+    in the reader's language, cents only when there are any."""
+    d = Decimal(str(value))
+    return number_format(d, decimal_pos=0 if d == d.to_integral_value() else 2,
+                         use_l10n=True, force_grouping=True)
+
+
 def _bank_mismatch(d: Mapping) -> str:
     return _(
         "The croupier declared a bank of {declared}; the bank carried forward "
         "is {carried}."
-    ).format(declared=d["declared_bank"], carried=d["carried_forward"])
+    ).format(declared=_amount(d["declared_bank"]),
+             carried=_amount(d["carried_forward"]))
 
 
 def _cagnotte_variance(d: Mapping) -> str:
     return _(
         "The cagnotte counted {counted}; the commission computed is {computed}."
-    ).format(counted=d["counted"], computed=d["computed"])
+    ).format(counted=_amount(d["counted"]), computed=_amount(d["computed"]))
 
 
 def _below_seven(d: Mapping) -> str:
@@ -189,7 +200,7 @@ def finding_text(finding, coup=None) -> str:
             text = _after_natural(side, detail, coup)
         elif finding.code in _BY_DETAIL:
             text = _BY_DETAIL[finding.code](detail)
-    except (KeyError, TypeError, ValueError):  # an older detail's shape
+    except (KeyError, TypeError, ValueError, ArithmeticError):  # an older shape
         text = None
     return text or finding.message
 

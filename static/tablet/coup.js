@@ -558,7 +558,10 @@
     }
     // the server's findings of a recorded coup, in the croupier's language
     if (f.code === "bank_mismatch" && f.declared_bank !== undefined) {
-      return fmt(T.bank_mismatch, { declared: f.declared_bank, carried: f.carried_forward });
+      return fmt(T.bank_mismatch, {
+        declared: money(C.toCents(f.declared_bank)),
+        carried: money(C.toCents(f.carried_forward)),
+      });
     }
     if (f.code === "deal_below_seven" && f.cards_left !== undefined) {
       const key = Number(f.cards_left) === 1 ? "below_seven_one" : "below_seven_many";
