@@ -19,6 +19,7 @@ from casino.roles import has_capability
 from tables.api.views import device_of
 from tables.chemmy import cell_key
 from tables.errors import ServiceError
+from tables.finding_words import code_word
 from tables.models import HouseRules, Shoe, Table, TableauVersion
 from tables.services.floor import gaming_day_for
 from tables.services.holds import shoe_release
@@ -40,15 +41,6 @@ HOLD_WARNINGS = {
     "draw_after_natural": gettext_lazy("a third card dealt after a natural"),
     "deal_below_seven": gettext_lazy("a coup begun with fewer than 7 cards in the "
                                      "shoe"),
-}
-
-
-# ... and as the versions column says them, in short
-HOLD_WARNINGS_SHORT = {
-    "false_draw": gettext_lazy("false draw"),
-    "house_choice": gettext_lazy("house choice"),
-    "draw_after_natural": gettext_lazy("card after a natural"),
-    "deal_below_seven": gettext_lazy("below 7 cards"),
 }
 
 
@@ -98,16 +90,19 @@ def _versions(table: Table) -> list[dict]:
     }
     return [{"rules": r, "reason": reasons.get(r.version, ""),
              "lines": _rules_lines(r),
-             "holds": [HOLD_WARNINGS_SHORT.get(c, c) for c in r.hold_warnings or ()]}
+             "from": (_("from %(day)s") % {"day": r.effective_from.isoformat()}
+                      if r.effective_from else _("from the table's next session"))}
             for r in rows]
 
 
 def _rules_lines(r: HouseRules) -> list[tuple[str, str]]:
     """A version's rules as the versions column lists them: one (name, value)
     a line, in words (issue 24, item 4: the column read as one crammed run)."""
+    commission = _("%(rate)s, rounded to %(unit)s %(rounding)s") % {
+        "rate": r.commission_rate, "unit": r.commission_unit,
+        "rounding": r.get_commission_rounding_display()}
     lines = [
-        (_("Commission"), f"{r.commission_rate} · {_('rounded to')} "
-                          f"{r.commission_unit} {r.get_commission_rounding_display()}"),
+        (_("Commission"), commission),
         (_("Decks"), str(r.decks)),
         (_("Minimum banco"), str(r.minimum_banco)),
     ]
@@ -127,8 +122,7 @@ def _rules_lines(r: HouseRules) -> list[tuple[str, str]]:
                  _("The banker on %(b)s against a %(t)s") % {"b": total, "t": third})
         lines.append((where, str(dict(HouseRules.Choice.choices).get(value, value))))
     if r.hold_on_error:
-        holds = ", ".join(str(HOLD_WARNINGS_SHORT.get(c, c))
-                          for c in r.hold_warnings or ())
+        holds = ", ".join(code_word(c) for c in r.hold_warnings or ())
         lines.append((_("Hold on error"), _("critical findings") + (
             ", " + holds if holds else "")))
     if r.false_draw_sanction != HouseRules.Sanction.NONE:

@@ -6,6 +6,7 @@ column is readable at 1280 px. Screenshots: var/screenshots/house-rules-*.png.""
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -182,3 +183,41 @@ def assert_versions_readable(page) -> None:
             assert b["lines"] <= 2, f"crammed: {b}"
     rules = [b for b in boxes if b.get("tag") == "TD" and b["cls"] == "rules"]
     assert rules and min(b["width"] for b in rules) >= 350, rules
+
+
+def test_in_french_the_error_is_in_words_and_the_versions_are_readable(
+    browser, live_server, manager, table
+):
+    """French labels are longer: the versions column still reads at 1280 px,
+    and a refusal says the field and the reason in French."""
+    from tables.services.house import house_rules_change
+
+    house_rules_change(table=table, user=manager, reason="règles du club 2027",
+                       maximum_bank=Decimal("20000"), cover_rule="all_or_nothing",
+                       punter_five="draw",
+                       banker_prescriptions={"3/9": "draw", "5/4": "stand"},
+                       hold_on_error=True, hold_warnings=["false_draw", "house_choice"],
+                       false_draw_sanction="lose_shoe")
+    context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                  locale="fr-FR")
+    page = context.new_page()
+    try:
+        sign_in(page, live_server, manager)
+        page.goto(f"{live_server.url}/floor/tables/{table.pk}/rules/")
+        page.get_by_label("Jeux", exact=True).fill("neuf")
+        page.get_by_label("Motif", exact=True).fill("essai")
+        page.locator("form.rules-form button[type=submit]").click()
+        error = page.locator("#rules-error")
+        expect(error).to_contain_text("Jeux : un nombre entier")
+        assert "decks" not in error.inner_text()
+        expect(page.get_by_label("Jeux", exact=True)).to_have_value("neuf")
+        expect(page.get_by_label("Le ponte à 5", exact=True)).to_have_value("draw")
+        row = page.locator('table.versions tr[data-version="2"]')
+        expect(row.locator("td.rules")).to_contain_text("Arrêt sur erreur")
+        folder = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / "house-rules-refused-fr.png"),
+                        full_page=True)
+        assert_versions_readable(page)
+    finally:
+        context.close()
