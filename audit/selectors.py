@@ -32,7 +32,6 @@ SEVERITY_ORDER = Case(
     output_field=IntegerField(),
 )
 FILTERS = ("table", "code", "side", "croupier", "gaming_day", "status", "severity")
-# docs/rules.md, quoted on the flag's page (what the pit boss checks against).
 # docs/rules.md, quoted on a flag's page, in the reader's language (issue
 # 24, item 8: a finding's name in words, never its code).
 RULE_QUOTES = {
