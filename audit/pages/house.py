@@ -23,7 +23,7 @@ from tables.finding_words import code_word
 from tables.models import HouseRules, Shoe, Table, TableauVersion
 from tables.services.floor import gaming_day_for
 from tables.services.holds import shoe_release
-from tables.services.house import house_rules_change, rules_in_force
+from tables.services.house import house_rules_change, rules_dict, rules_in_force
 
 CHOICE_FIELDS = ("commission_rounding", "tie_rule", "cover_rule", "punter_five",
                  "false_draw_sanction")
@@ -158,32 +158,12 @@ FIELD_LABELS = {
 def _shown(latest: HouseRules, post) -> dict:
     """What each field of the form shows: the manager's submitted values after
     a refusal (nothing he chose is lost, issue 24 item 4), else the latest
-    version's."""
-    def value(name, default):
-        if post is not None and name in post:
-            return post[name]
-        return default
-
-    maximum = "" if latest.maximum_bank is None else str(latest.maximum_bank)
-    shown = {
-        "commission_rate": value("commission_rate", str(latest.commission_rate)),
-        "commission_unit": value("commission_unit", str(latest.commission_unit)),
-        "commission_rounding": value("commission_rounding",
-                                     latest.commission_rounding),
-        "minimum_banco": value("minimum_banco", str(latest.minimum_banco)),
-        "maximum_bank": value("maximum_bank", maximum),
-        "cover_rule": value("cover_rule", latest.cover_rule),
-        "tie_rule": value("tie_rule", latest.tie_rule),
-        "decks": value("decks", str(latest.decks)),
-        "punter_five": value("punter_five", latest.punter_five),
-        "false_draw_sanction": value("false_draw_sanction",
-                                     latest.false_draw_sanction),
-        "gaming_day_cutoff": value("gaming_day_cutoff",
-                                   str(latest.gaming_day_cutoff)),
-        "tableau_version": value("tableau_version", latest.tableau.version),
-        "effective_from": value("effective_from", ""),
-        "reason": value("reason", ""),
-    }
+    version's (and no day, no reason: those are the new version's own)."""
+    current = {k: "" if v is None else str(v) for k, v in rules_dict(latest).items()}
+    current.update(tableau_version=latest.tableau.version, effective_from="",
+                   reason="")
+    shown = {name: post[name] if post is not None and name in post else current[name]
+             for name in (*CHOICE_FIELDS, *TEXT_FIELDS, "effective_from", "reason")}
     if post is None:
         shown["hold_on_error"] = latest.hold_on_error
         shown["hold_warnings"] = set(latest.hold_warnings or ())

@@ -50,6 +50,11 @@ def test_a_manager_writes_a_version_from_the_page(manager, table):
     html = page.content.decode()
     assert "The banker on 3 against a 9" in html
     assert "The banker on 5 against a 4" in html
+    # the form starts from the latest version; the tableau is a choice
+    assert 'name="commission_rate" inputmode="decimal" value="0.0500"' in html
+    assert 'name="maximum_bank" inputmode="decimal" value=""' in html
+    assert '<option value="chemmy-standard-1" selected>' in html
+    assert '<option value="punto-banco-1" >' in html
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
         table.rules, commission_rounding="half_even", cover_rule="all_or_nothing",
         maximum_bank="20000.00", **{"cell:3/9": "draw"}, hold_on_error="on",
