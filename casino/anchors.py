@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -59,6 +58,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import timestamps
+from .writeonce import file_create
 
 log = logging.getLogger("casino.anchors")
 
@@ -113,22 +113,6 @@ def chain_head_entry() -> tuple[int, str, str] | None:
     # stamp): a replica may be behind.
     return (ChangeLog.objects.using("default").order_by("-id")
             .values_list("id", "hash", "link").first())
-
-
-def file_create(path: Path, data: bytes) -> None:
-    """Create `path` exclusively (never overwritten), read-only, flushed to
-    disk with its directory entry."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    dirfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dirfd)
-    finally:
-        os.close(dirfd)
 
 
 def anchor_write(row: int, digest: str, reason: str, link: str = "") -> Anchor:

@@ -183,8 +183,8 @@ def ask_now(statement: bytes) -> Stamp | None:
 def token_keep(record, stamp: Stamp):
     """Keep a token received for `record` (casino.AnchorRecord): its row,
     and the response beside the anchor file (never overwritten)."""
-    from .anchors import file_create
     from .models import TimestampToken
+    from .writeonce import file_create
 
     path = tsr_path(record.file)
     if not path.exists():
