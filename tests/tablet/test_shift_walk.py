@@ -136,6 +136,7 @@ def test_one_shift_in_french_with_the_house_s_variants(
     expect(stop).to_contain_text(STOOD)
     recorded(page, 3)
     assert Shoe.objects.get(pk=shoe.pk).held_by_seq == 3
+    expect(page.locator("#net")).to_have_text("En ligne")  # nothing waits
     french_only(page, "the stop after the coup")
     page.screenshot(path=str(SHOTS / "walk-fr-stopped.png"))
 
