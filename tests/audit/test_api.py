@@ -52,7 +52,7 @@ def test_queue_filters_and_counts(as_user, auditor, flag):
     detail = client.get(f"/api/v1/flags/{flag.pk}/").json()
     assert detail["current_coup"]["seq"] == 2 and detail["events"][0]["action"] == (
         "raised")
-    assert "false_draw" in detail["rule"]
+    assert "false draw by the banker" in detail["rule"]
 
 
 def test_confirm_through_the_api(as_user, pitboss, auditor, croupier, flag):

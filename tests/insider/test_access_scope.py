@@ -56,6 +56,7 @@ LEDGER = (Table, HouseRules, TableSession, Shoe, BankerTurn, Coup, Stake, Findin
 # his own table (checked below for the API's own lists).
 NOT_OBJECT_SCOPED = {
     "home": "the front page",
+    "trail-keys": "public: the trail's public keys, for anyone to verify with",
     "set_language": "his own language (a cookie and his settings)",
     "login": "signing in", "logout": "signing out",
     "password_change": "his own password",
