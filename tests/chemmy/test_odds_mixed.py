@@ -20,7 +20,8 @@ RULE_BOOK = {
 }
 
 
-def by_hand(decks: int, five: Fraction, banker: dict[str, Fraction]) -> tuple[Fraction, Fraction, Fraction]:
+def by_hand(decks: int, five: Fraction,
+            banker: dict[str, Fraction]) -> tuple[Fraction, ...]:
     """P(banker), P(punter), P(tie): every ordered deal of point values,
     the chance of each card the number of its value left over the cards
     left; at the punter's 5 he draws with chance ``five``, at an "O" cell
@@ -109,8 +110,10 @@ def _after_four(p, b, w4, size, five, unit, left, share, settle, take):
 
 
 @pytest.mark.parametrize(("decks", "five", "banker"), [
-    (6, Fraction(2, 5), {"3/9": Fraction(3, 4), "5/4": Fraction(1, 3)}),  # a floor that stands often
-    (8, Fraction(9, 10), {"3/9": Fraction(1, 7)}),  # punters draw, bankers at 3/9 stand
+    # a floor that stands often
+    (6, Fraction(2, 5), {"3/9": Fraction(3, 4), "5/4": Fraction(1, 3)}),
+    # punters who draw, bankers who stand at 3/9
+    (8, Fraction(9, 10), {"3/9": Fraction(1, 7)}),
 ])
 def test_the_mixed_strategy_is_the_exact_enumeration(decks, five, banker):
     got = house_odds(decks=decks, mix={"punter": five, **banker})
@@ -131,7 +134,8 @@ def test_a_mix_lies_between_its_pure_strategies_linearly():
     draw = house_odds(decks=6)
     stand = house_odds(decks=6, punter_five="stand")
     mixed = house_odds(decks=6, mix={"punter": Fraction(1, 4)})
-    assert mixed.p_banker == Fraction(1, 4) * draw.p_banker + Fraction(3, 4) * stand.p_banker
+    quarter = Fraction(1, 4)
+    assert mixed.p_banker == quarter * draw.p_banker + (1 - quarter) * stand.p_banker
     assert dict(mixed.mix) == {"punter": "1/4"}
 
 
@@ -140,7 +144,8 @@ def test_a_prescribed_cell_keeps_its_prescription_whatever_the_mix():
         "3/9": "draw"})
     assert house_odds(decks=6, punter_five="stand",
                       banker_prescriptions={"3/9": "draw"},
-                      mix={"punter": Fraction(1, 2), "3/9": 0}).p_banker == fixed.p_banker
+                      mix={"punter": Fraction(1, 2), "3/9": 0},
+                      ).p_banker == fixed.p_banker
 
 
 @pytest.mark.parametrize("mix", [{"punter": 2}, {"punter": "x"}, {"9/9": 1},
