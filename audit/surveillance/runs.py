@@ -179,11 +179,12 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     # Read from the replica when there is one (casino/replica.py), in one
     # snapshot with how far its data goes; progress is written on the primary.
     with replica.reading(), replica.snapshot() as position:
-        window, shoes = collect.collect(
+        period = collect.collect_period(
             from_day=first, to_day=run.to_day, table_ids=run.tables or None,
             progress=lambda done, total: progress(
                 run.pk, run.attempts, stage="collect",
                 percent=int(40 * done / total) if total else 0))
+    window, shoes = period.rows, period.shoes
     rows = window
     if first < run.from_day and len(window):
         rows = window.take(window.day >= run.from_day.toordinal())
@@ -197,7 +198,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     timings["detect"] = time.perf_counter() - t1
     progress(run.pk, run.attempts, stage="write", percent=80)
     t2 = time.perf_counter()
-    overview = summary.build(rows, shoes, report, cusum_rows=window)
+    overview = summary.build(rows, shoes, report, cusum_rows=window,
+                             mix=period.mix)
     overview["cusum_from"] = first.isoformat()
     overview["data_position"] = position.as_dict()
     with transaction.atomic():

@@ -17,7 +17,7 @@ from datetime import date
 
 import numpy as np
 
-from . import stats
+from . import power, stats
 from .data import BANKER, PUNTER, TIE, CoupRows, ShoeClose
 from .detect import DEFAULT_ARL0, DEFAULT_DELTA, Report
 
@@ -36,9 +36,13 @@ def _iso(ordinal: int) -> str:
 
 
 def build(rows: CoupRows, shoes: list[ShoeClose], report: Report,
-          cusum_rows: CoupRows | None = None) -> dict:
+          cusum_rows: CoupRows | None = None, mix=None) -> dict:
+    """``mix``: the floor's mix of free choices the odds were weighed with
+    (collect.FloorMix), shown with the expected share it gives."""
     cusum_rows = rows if cusum_rows is None else cusum_rows
     return {
+        "mix": mix.as_dict() if mix is not None else None,
+        "power": croupier_power(rows, report),
         "coups": len(rows),
         "shoes_closed": len(shoes),
         "tests": report.tests,
@@ -51,6 +55,18 @@ def build(rows: CoupRows, shoes: list[ShoeClose], report: Report,
         "tables": tables(rows, cusum_rows),
         "shoes": shoe_rows(rows),
     }
+
+
+def croupier_power(rows: CoupRows, report: Report) -> dict | None:
+    """How soon a croupier at 2x, 3x, 5x this floor's false-draw rate is
+    found (power.py), from this run's own figures: the floor's rate and
+    coups, the tests and the false discovery rate."""
+    big_n = sum(p["coups"] for p in report.croupiers)
+    big_k = sum(p.get(FUNNEL_TEST, 0) for p in report.croupiers)
+    if not big_n:
+        return None
+    return power.table(power.Floor(big_k / big_n, big_n, max(report.tests, 1),
+                                   report.fdr))
 
 
 def funnel(rows: CoupRows, report: Report) -> dict:

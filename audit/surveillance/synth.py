@@ -66,6 +66,7 @@ def honest(
     coups_per_day: int = 1000,
     seed: int = 0,
     first_day: int = FIRST_DAY,
+    false_draw_rate: float = FALSE_DRAW_RATE,
 ) -> Synth:
     rng = np.random.default_rng(seed)
     pb, pp, pt = default_probabilities()
@@ -132,7 +133,7 @@ def honest(
         covered=covered, commission=np.zeros(n), banker_net=np.zeros(n),
         levy_win=levy_win,
         p_banker=np.full(n, pb), p_punter=np.full(n, pp), p_tie=np.full(n, pt),
-        false_draw=rng.random(n) < FALSE_DRAW_RATE,
+        false_draw=rng.random(n) < false_draw_rate,
         corrected=rng.random(n) < CORRECTION_RATE,
         bank_mismatch=rng.random(n) < BANK_MISMATCH_RATE,
     )
@@ -191,13 +192,16 @@ def _pick_groups(group: np.ndarray, budget: int, rng, where=None) -> np.ndarray:
 
 def inject_croupier(s: Synth, *, seed: int, coups: int = CROUPIER_COUPS,
                     factor: float = CROUPIER_FACTOR, croupier: int = 99,
-                    where: np.ndarray | None = None) -> Synth:
+                    where: np.ndarray | None = None,
+                    rate: float = FALSE_DRAW_RATE) -> Synth:
+    """A croupier at ``factor`` x the floor's false-draw ``rate`` over whole
+    shifts adding up to at most ``coups``."""
     rng = np.random.default_rng(seed)
     mine = _pick_groups(s.shift, coups, rng, where)
     cr = s.rows.croupier.copy()
     cr[mine] = croupier
     fd = s.rows.false_draw.copy()
-    fd[mine] = rng.random(int(mine.sum())) < FALSE_DRAW_RATE * factor
+    fd[mine] = rng.random(int(mine.sum())) < rate * factor
     rows = replace(s.rows, croupier=cr, false_draw=fd)
     truth = {**s.truth, "croupier": {"subject": f"croupier:{croupier}",
                                      "coups": int(mine.sum())}}
