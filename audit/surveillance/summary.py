@@ -125,7 +125,8 @@ def _thin_max(values: np.ndarray, days: np.ndarray, limit: int):
 
 def tables(rows: CoupRows, cusum_rows: CoupRows) -> list[dict]:
     """Per table: coups, banker wins against the expectation (z, two-sided
-    exact p) and the CUSUM path over `cusum_rows` with its limit."""
+    exact p) and the CUSUM paths over `cusum_rows` with their limits: the
+    banker-win rate falling ("cusum") and rising ("cusum_up")."""
     out: dict[int, dict] = {}
     if len(rows):
         ids, codes = np.unique(rows.table, return_inverse=True)
@@ -152,16 +153,18 @@ def tables(rows: CoupRows, cusum_rows: CoupRows) -> list[dict]:
             idx = order[a:b]
             p0s = r.p_banker[idx]
             vals, counts = np.unique(p0s, return_counts=True)
-            cusum = stats.BernoulliCusum(float(vals[counts.argmax()]),
-                                         DEFAULT_DELTA, DEFAULT_ARL0)
-            path = cusum.run(r.outcome[idx] == BANKER, p0s) / cusum.scale
-            ys, ds = _thin_max(path, r.day[idx], PATH_POINTS)
             t = int(table[a])
             row = out.setdefault(t, {"table": t})
-            row["cusum"] = {"y": [round(float(y), 4) for y in ys],
-                            "day": [_iso(d) for d in ds],
-                            "limit": float(cusum.h), "max": float(path.max()),
-                            "crossed": bool(path.max() >= cusum.h)}
+            for direction, name in ((-1, "cusum"), (1, "cusum_up")):
+                cusum = stats.BernoulliCusum(float(vals[counts.argmax()]),
+                                             DEFAULT_DELTA, DEFAULT_ARL0,
+                                             direction=direction)
+                path = cusum.run(r.outcome[idx] == BANKER, p0s) / cusum.scale
+                ys, ds = _thin_max(path, r.day[idx], PATH_POINTS)
+                row[name] = {"y": [round(float(y), 4) for y in ys],
+                             "day": [_iso(d) for d in ds],
+                             "limit": float(cusum.h), "max": float(path.max()),
+                             "crossed": bool(path.max() >= cusum.h)}
     return [out[t] for t in sorted(out)]
 
 
