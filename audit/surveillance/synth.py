@@ -247,12 +247,18 @@ def inject_banker(s: Synth, *, seed: int, coups: int = BANKER_COUPS,
 
 def inject_table(s: Synth, *, seed: int, table: int, from_day: int,
                  share: float = TABLE_SHARE) -> Synth:
+    """A table whose recorded banker wins fall to ``share`` from a day on
+    (banker wins recorded as punter wins), or rise to it (the other way)."""
     rng = np.random.default_rng(seed)
     mine = (s.rows.table == table) & (s.rows.day >= from_day)
     out = s.rows.outcome.copy()
+    u = rng.random(len(out))
     drop = 1 - share / s.rows.p_banker
-    lost = mine & (out == BANKER) & (rng.random(len(out)) < drop)
+    lost = mine & (out == BANKER) & (u < drop)
+    gain = (share - s.rows.p_banker) / s.rows.p_punter
+    won = mine & (out == PUNTER) & (u < gain)
     out[lost] = PUNTER
+    out[won] = BANKER
     rows = _settle(replace(s.rows, outcome=out))
     truth = {**s.truth, "table": {"subject": f"table:{table}", "table": table,
                                   "from_day": from_day}}
