@@ -131,7 +131,8 @@ def _power(s: dict) -> dict | None:
     if not p:
         return None
     rows = sorted(p.get("rows", []), key=lambda r: r["factor"] != 3.0)
-    return {**p, "rows": rows, "lead": rows[0] if rows else None}
+    return {**p, "rows": rows, "lead": rows[0] if rows else None,
+            "target_pct": round(100 * p.get("target", 0.9))}
 
 
 def _page(request, run: SurveillanceRun | None, status: int = 200):

@@ -76,7 +76,8 @@ def test_the_page_shows_the_floors_mix_and_the_power(done_run, manager):
     p = s["power"]
     lead = next(r for r in p["rows"] if r["factor"] == 3.0)
     assert p["coups"] == done_run.coups and p["tests"] > 0
-    assert lead["coups"] and f"within {lead['coups']} coups" in html
+    assert lead["coups"]
+    assert f"within {lead['coups']} coups with 90 % probability" in html
     assert "At your floor&#x27;s rate of" in html or "At your floor's rate of" in html
 
 
