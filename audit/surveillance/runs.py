@@ -166,7 +166,7 @@ def surveillance_execute(*, run_id: int) -> SurveillanceRun | None:
 
 def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     from . import alerts, collect, summary
-    from .detect import analyse
+    from .detect import CUSUM_TESTS, analyse
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -213,7 +213,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
         current.status, current.percent, current.stage = Status.DONE, 100, "done"
         current.finished_at = timezone.now()
         current.coups, current.shoes = len(rows), len(shoes)
-        current.tests = report.tests + len(overview["tables"])
+        # the BH tests and each table's CUSUMs (falling and rising)
+        current.tests = report.tests + len(CUSUM_TESTS) * len(overview["tables"])
         current.alerts, current.alerts_new = len(found), raised
         # every alert's ident (the run's alerts, however many: never thinned)
         current.summary = {**alerts.plain(overview), "alert_idents": [
