@@ -216,8 +216,13 @@ def flag_counts(f: QueueFilter) -> dict[str, list[dict]]:
     labels = {"table": "table__name", "croupier": "croupier__username"}
     for name in FILTERS:
         field = {"table": "table_id", "croupier": "croupier_id"}.get(name, name)
-        rows = (Flag.objects.filter(**f.lookups(skip=name))
-                .values(field, *([labels[name]] if name in labels else []))
+        rows = Flag.objects.filter(**f.lookups(skip=name))
+        if name in labels:
+            # a flag about a person (a banker, a croupier's rate) has no
+            # table, a finding on a closed shoe no croupier: no entry that
+            # the filter could not select ("None")
+            rows = rows.exclude(**{f"{field}__isnull": True})
+        rows = (rows.values(field, *([labels[name]] if name in labels else []))
                 .annotate(n=Count("id")).order_by(field))
         out[name] = [
             {"value": r[field] if r[field] != "" else "-",

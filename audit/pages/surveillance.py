@@ -97,9 +97,42 @@ def _chart_data(run: SurveillanceRun, users: dict, tables: dict) -> dict:
     funnel["points"] = [
         {**p, "label": users.get(int(p["subject"].split(":", 1)[1]), p["subject"])}
         for p in funnel.get("points", [])]
-    cusums = [{"table": t["table"], "label": tables.get(t["table"], t["table"]),
-               **t["cusum"]} for t in s.get("tables", []) if t.get("cusum")]
+    cusums = [{"table": t["table"], "key": f"{t['table']}{suffix}", "up": up,
+               "label": tables.get(t["table"], t["table"]), **t[name]}
+              for name, suffix, up in (("cusum", "", False),
+                                       ("cusum_up", "-up", True))
+              for t in s.get("tables", []) if t.get(name)]
     return {"funnel": funnel, "cusums": cusums}
+
+
+def mix_label(cell: str) -> str:
+    """A free cell in words: "punter" -> the punter's 5; "3/9" -> the
+    banker's 3 against a third card 9; "5/stood" -> with the punter standing."""
+    if cell == "punter":
+        return _("punter on 5")
+    total, _sep, third = cell.partition("/")
+    if third == "stood":
+        return _("banker on %(total)s, the punter standing") % {"total": total}
+    return _("banker on %(total)s against a %(third)s") % {"total": total,
+                                                          "third": third}
+
+
+def _mix(s: dict) -> dict | None:
+    mix = s.get("mix")
+    if not mix:
+        return None
+    return {**mix, "cells": [{**c, "label": mix_label(c["cell"])}
+                             for c in mix.get("cells", [])]}
+
+
+def _power(s: dict) -> dict | None:
+    """The croupier test's power on this floor, the 3x row first."""
+    p = s.get("power")
+    if not p:
+        return None
+    rows = sorted(p.get("rows", []), key=lambda r: r["factor"] != 3.0)
+    return {**p, "rows": rows, "lead": rows[0] if rows else None,
+            "target_pct": round(100 * p.get("target", 0.9))}
 
 
 def _page(request, run: SurveillanceRun | None, status: int = 200):
@@ -127,6 +160,7 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
         "run": run, "summary": s,
         "chart": _chart_data(run, users, tables) if run and run.summary else None,
         "tables_rows": rows, "shoes": shoes, "bankers": bankers,
+        "mix": _mix(s), "power": _power(s),
         "alerts": alerts,
         "may_open_flags": has_capability(request.user, "flag.read"),
         "latest": latest_runs(),

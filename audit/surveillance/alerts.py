@@ -52,6 +52,7 @@ WORDS = {
     "banker_share": "banker wins away from the odds",
     "levy": "commission below what the coups' levies give",
     "cusum_banker_share": "the banker-win rate fell (CUSUM crossed its limit)",
+    "cusum_banker_share_up": "the banker-win rate rose (CUSUM crossed its limit)",
     "outcomes": "the shoe's outcomes are away from the odds",
     "runs": "the shoe's wins come in runs the odds do not give",
     "count": "cards dealt, burned and left do not make the shoe",

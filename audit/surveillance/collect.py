@@ -19,8 +19,11 @@ query (findings are rare), matched on the current revision's id.
 
 Odds and levies: each coup's exact P(banker / punter / tie) under its own
 house-rules version (decks, tableau, the cells the house prescribes:
-audit.reports.expectation.rules_play, as the commission report weighs them),
-computed once per play (odds.house_odds, cached per process); the levy a
+audit.reports.expectation.rules_play, as the commission report weighs them)
+with its free cells played at the floor's mix of choices over the period
+(mix.py: the punter's and the banker's choices the coups record, the
+banker's cell from his cards, read for the few coups with a banker's
+choice), computed once per play and mix (odds.house_odds); the levy a
 banker win takes (odds.levy: the version's rate, unit and rounding mode, in
 Decimal) once per version and covered amount.
 
@@ -32,6 +35,7 @@ cards burned and the count of cards left the croupier entered at the close.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
@@ -39,38 +43,39 @@ import numpy as np
 from django.db import connections
 
 from audit.reports.expectation import rules_play
-from audit.reports.odds import house_odds, levy
+from audit.reports.odds import levy
 from casino.replica import read_alias
+from tables.chemmy.cards import POINTS
+from tables.chemmy.tableau import COLUMNS
 from tables.models import BankerTurn, Coup, Finding, HouseRules, Shoe, TableSession
 from tables.services.coups import tableau_for
 
 from .data import RANKS, CoupRows, ShoeClose
+from .mix import CHOICE, NONE, ChoiceMix, floor_mix, mixed_probabilities
 
 CHUNK = 20_000
 OUTCOME = {"banker": 0, "punter": 1, "tie": 2}
-_ODDS: dict[tuple, tuple[float, float, float]] = {}
 
 # id, shoe, seq, revision, table, session, day (ordinal), at (µs), croupier,
 # banker seat, banker's player card, outcome (0/1/2), covered, commission,
-# house-rules version, tableau version
+# house-rules version, tableau version, the punter's and the banker's free
+# choice (mix.NONE / DRAW / STAND)
 FIELDS = (
     "id", "shoe_id", "seq", "revision", "shoe__session__table_id",
     "shoe__session_id", "gaming_day", "created_at", "entered_by_id",
     "banker_seat", "turn__player_card", "outcome", "covered", "commission",
-    "rules_id", "tableau_version",
+    "rules_id", "tableau_version", "punter_choice", "banker_choice",
 )
 
 
-def play_odds(play: tuple) -> tuple[float, float, float]:
-    """(P banker, P punter, P tie) of a rules_play key, once per process."""
-    got = _ODDS.get(play)
-    if got is None:
-        decks, tableau_version, punter_five, cells = play
-        odds = house_odds(decks=decks, tableau=tableau_for(tableau_version),
-                          punter_five=punter_five, banker_prescriptions=dict(cells))
-        got = _ODDS[play] = (float(odds.p_banker), float(odds.p_punter),
-                             float(odds.p_tie))
-    return got
+def play_odds(play: tuple, floor: ChoiceMix | None = None,
+              ) -> tuple[float, float, float]:
+    """(P banker, P punter, P tie) of a rules_play key, its free cells at
+    the floor's mix (None: drawn), cached per play and mix (mix.py)."""
+    decks, tableau_version, punter_five, cells = play
+    return mixed_probabilities(decks=decks, tableau=tableau_for(tableau_version),
+                               punter_five=punter_five,
+                               banker_prescriptions=dict(cells), mix=floor)
 
 
 def _sql(table_ids) -> tuple[str, list]:
@@ -86,7 +91,9 @@ def _sql(table_ids) -> tuple[str, list]:
         (EXTRACT(EPOCH FROM c.created_at) * 1000000)::int8,
         c.entered_by_id, c.banker_seat, b.player_card,
         CASE c.outcome WHEN 'banker' THEN 0 WHEN 'punter' THEN 1 ELSE 2 END,
-        c.covered::float8, c.commission::float8, c.rules_id, c.tableau_version
+        c.covered::float8, c.commission::float8, c.rules_id, c.tableau_version,
+        CASE c.punter_choice WHEN 'draw' THEN 1 WHEN 'stand' THEN 2 ELSE 0 END,
+        CASE c.banker_choice WHEN 'draw' THEN 1 WHEN 'stand' THEN 2 ELSE 0 END
         FROM "{c}" c JOIN "{s}" s ON s.id = c.shoe_id
         JOIN "{t}" t ON t.id = s.session_id JOIN "{b}" b ON b.id = c.turn_id
         WHERE {where}""", params)
@@ -119,7 +126,7 @@ def _orm_chunks(from_day: date, to_day: date, table_ids) -> Iterator[list[tuple]
     for r in qs.order_by().values_list(*FIELDS).iterator(chunk_size=2000):
         chunk.append((*r[:6], r[6].toordinal(), int(r[7].timestamp() * 1_000_000),
                       *r[8:11], OUTCOME[r[11]], float(r[12]), float(r[13]),
-                      *r[14:]))
+                      r[14], r[15], CHOICE.get(r[16], 0), CHOICE.get(r[17], 0)))
         if len(chunk) == CHUNK:
             yield chunk
             chunk = []
@@ -134,11 +141,39 @@ def _count(from_day: date, to_day: date, table_ids) -> int:
     return qs.count()
 
 
+@dataclass(frozen=True)
+class FloorMix(ChoiceMix):
+    """The period's mix, with the banker-win share it makes the coups'
+    expectation, and the share if every free choice had been a draw."""
+
+    expected_share: float | None = None
+    drawn_share: float | None = None
+
+    def as_dict(self) -> dict:
+        return {"cells": self.as_rows(), "expected_share": self.expected_share,
+                "drawn_share": self.drawn_share}
+
+
+@dataclass(frozen=True)
+class Period:
+    rows: CoupRows
+    shoes: list[ShoeClose]
+    mix: FloorMix
+
+
 def collect(*, from_day: date, to_day: date, table_ids=None,
             progress: Callable[[int, int], None] | None = None,
             ) -> tuple[CoupRows, list[ShoeClose]]:
     """CoupRows for gaming days from_day..to_day (optionally some tables),
     at the current revisions, and the shoes closed in the period."""
+    period = collect_period(from_day=from_day, to_day=to_day,
+                            table_ids=table_ids, progress=progress)
+    return period.rows, period.shoes
+
+
+def collect_period(*, from_day: date, to_day: date, table_ids=None,
+                   progress: Callable[[int, int], None] | None = None) -> Period:
+    """``collect`` and the floor's mix of free choices it weighed with."""
     total = _count(from_day, to_day, table_ids) if progress else 0
     parts, done = [], 0
     for chunk in _chunks(from_day, to_day, table_ids):
@@ -146,15 +181,16 @@ def collect(*, from_day: date, to_day: date, table_ids=None,
         done += len(chunk)
         if progress:
             progress(done, total)
-    rows = _current(parts)
+    rows, floor = _current(parts)
     shoes = shoe_closes(from_day=from_day, to_day=to_day, table_ids=table_ids)
-    return rows, shoes
+    return Period(rows, shoes, floor)
 
 
 def _columns(chunk: list[tuple]) -> dict[str, np.ndarray]:
     """One chunk of rows as numpy columns (every revision)."""
     (ids, shoe, seq, revision, table, session, day, at, croupier, seat, card,
-     outcome, covered, commission, rules_id, tableau) = zip(*chunk, strict=True)
+     outcome, covered, commission, rules_id, tableau, pchoice,
+     bchoice) = zip(*chunk, strict=True)
     n = len(ids)
 
     def ints(col) -> np.ndarray:
@@ -173,6 +209,8 @@ def _columns(chunk: list[tuple]) -> dict[str, np.ndarray]:
         "covered": np.fromiter(covered, np.float64, n),
         "commission": np.fromiter(commission, np.float64, n),
         "rules_id": ints(rules_id),
+        "pchoice": np.fromiter(pchoice, np.int8, n),
+        "bchoice": np.fromiter(bchoice, np.int8, n),
         # the chunk's (version, tableau) pairs, and each row's
         "play": np.fromiter((plays[k] for k in zip(rules_id, tableau, strict=True)),
                             np.int64, n),
@@ -194,14 +232,53 @@ class _Rules:
         return r
 
 
-def _odds(parts: list[dict], version: _Rules) -> np.ndarray:
-    """(n, 3): each row's P(banker), P(punter), P(tie)."""
+def _plays(parts: list[dict], version: _Rules) -> tuple[list[tuple], np.ndarray]:
+    """The period's plays (rules_play keys) and each row's index into them."""
+    keys: dict[tuple, int] = {}
     out = []
     for p in parts:
-        table = np.array([play_odds(rules_play(version(r), t or None))
-                          for r, t in p["plays"]], dtype=np.float64).reshape(-1, 3)
-        out.append(table[p["play"]])
-    return np.concatenate(out)
+        local = np.array([keys.setdefault(rules_play(version(r), t or None),
+                                          len(keys)) for r, t in p["plays"]],
+                         dtype=np.int64)
+        out.append(local[p["play"]])
+    return list(keys), np.concatenate(out)
+
+
+def _banker_cells(coup_ids: np.ndarray, bchoice: np.ndarray) -> np.ndarray:
+    """The tableau cell (total x 11 + column) of each coup with a banker's
+    choice, from its cards (one small query: those coups are a few in a
+    hundred); -1 for the others."""
+    out = np.full(len(coup_ids), -1, dtype=np.int64)
+    mine = np.flatnonzero(bchoice != NONE)
+    if not len(mine):
+        return out
+    want = coup_ids[mine]
+    cells: dict[int, int] = {}
+    for lo in range(0, len(want), 5000):
+        ids = want[lo:lo + 5000].tolist()
+        for pk, punter, banker in (Coup.objects.filter(pk__in=ids).order_by()
+                                   .values_list("id", "punter_cards",
+                                                "banker_cards")):
+            total = (POINTS[banker[0]] + POINTS[banker[1]]) % 10
+            col = 0 if len(punter) < 3 else 1 + POINTS[punter[2]]
+            cells[pk] = total * COLUMNS + col
+    out[mine] = [cells.get(int(i), -1) for i in want]
+    return out
+
+
+def _free_cells(plays: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """Per play: is the punter's 5 free; which banker cells (tableau
+    indexes) the house prescribes (a mask over the 88 cells)."""
+    punter = np.array([p[2] == "free" for p in plays], dtype=bool)
+    banker = np.zeros((len(plays), 8 * COLUMNS), dtype=bool)
+    for i, (_, _, _, cells) in enumerate(plays):
+        for key, choice in cells:
+            if choice == "free":
+                continue
+            total, _, third = key.partition("/")
+            banker[i, int(total) * COLUMNS + (0 if third == "stood" else
+                                              int(third) + 1)] = True
+    return punter, banker
 
 
 def _levies(rules_id: np.ndarray, covered: np.ndarray, version: _Rules):
@@ -218,14 +295,16 @@ def _levies(rules_id: np.ndarray, covered: np.ndarray, version: _Rules):
     return values[inverse.ravel()]
 
 
-def _current(parts: list[dict[str, np.ndarray]]) -> CoupRows:
-    """Keep each (shoe, seq)'s latest revision; add odds, levies, findings."""
+def _current(parts: list[dict[str, np.ndarray]]) -> tuple[CoupRows, FloorMix]:
+    """Keep each (shoe, seq)'s latest revision; the floor's mix of choices;
+    add odds, levies, findings."""
     if not parts:
-        return CoupRows.empty()
+        return CoupRows.empty(), FloorMix({})
     version = _Rules()
-    odds = _odds(parts, version)
+    plays, play = _plays(parts, version)
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]
             if k not in ("plays", "play")}
+    cols["play"] = play
     shoe, seq, revision = cols["shoe"], cols["seq"], cols["revision"]
     order = np.lexsort((revision, seq, shoe))
     last = np.ones(len(order), dtype=bool)
@@ -233,7 +312,19 @@ def _current(parts: list[dict[str, np.ndarray]]) -> CoupRows:
     last[:-1] = (s[1:] != s[:-1]) | (q[1:] != q[:-1])
     keep = np.sort(order[last])
     cols = {k: v[keep] for k, v in cols.items()}
-    odds = odds[keep]
+    cell = _banker_cells(cols["id"], cols["bchoice"])
+    punter_free, prescribed = _free_cells(plays)
+    play = cols["play"]
+    floor = floor_mix(
+        punter_choice=cols["pchoice"], banker_choice=cols["bchoice"],
+        banker_cell=cell, punter_free=punter_free[play],
+        banker_free=~prescribed[play, np.maximum(cell, 0)])
+    table = np.array([play_odds(p, floor) for p in plays],
+                     dtype=np.float64).reshape(-1, 3)
+    odds = table[play]
+    drawn = np.array([play_odds(p)[0] for p in plays], dtype=np.float64)
+    floor = FloorMix(floor.counts, expected_share=float(odds[:, 0].mean()),
+                     drawn_share=float(drawn[play].mean()))
     outcome, covered, commission = cols["outcome"], cols["covered"], cols["commission"]
     found = _finding_flags(cols["id"])
     return CoupRows(
@@ -247,7 +338,7 @@ def _current(parts: list[dict[str, np.ndarray]]) -> CoupRows:
         p_tie=odds[:, 2].copy(),
         false_draw=found["false_draw"], corrected=cols["revision"] > 1,
         bank_mismatch=found["bank_mismatch"],
-    )
+    ), floor
 
 
 def _finding_flags(coup_ids: np.ndarray) -> dict[str, np.ndarray]:

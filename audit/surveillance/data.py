@@ -177,7 +177,8 @@ class Alert:
     "card:<n>" / "seat:<s>@session:<id>", "table:<id>@day:<ordinal>",
     "table:<id>", "shoe:<id>". test: which test ("false_draw_rate",
     "correction_rate", "bank_mismatch_rate", "banker_wins", "banker_money",
-    "banker_share", "levy", "cusum_banker_share", "outcomes", "runs",
+    "banker_share", "levy", "cusum_banker_share", "cusum_banker_share_up",
+    "outcomes", "runs",
     "count", "rank_over", "rank_short"). statistic: the test's statistic
     (z-score, CUSUM value, chi-square...). p_value: the raw p-value (0.0 for
     a certain finding; for a CUSUM crossing, its false-alarm probability over

@@ -164,7 +164,7 @@ def surveillance_execute(*, run_id: int) -> SurveillanceRun | None:
 
 def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     from . import alerts, collect, summary
-    from .detect import analyse
+    from .detect import CUSUM_TESTS, analyse
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -177,11 +177,12 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     # Read from the replica when there is one (casino/replica.py), in one
     # snapshot with how far its data goes; progress is written on the primary.
     with replica.reading(), replica.snapshot() as position:
-        window, shoes = collect.collect(
+        period = collect.collect_period(
             from_day=first, to_day=run.to_day, table_ids=run.tables or None,
             progress=lambda done, total: progress(
                 run.pk, run.attempts, stage="collect",
                 percent=int(40 * done / total) if total else 0))
+    window, shoes = period.rows, period.shoes
     rows = window
     if first < run.from_day and len(window):
         rows = window.take(window.day >= run.from_day.toordinal())
@@ -195,7 +196,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     timings["detect"] = time.perf_counter() - t1
     progress(run.pk, run.attempts, stage="write", percent=80)
     t2 = time.perf_counter()
-    overview = summary.build(rows, shoes, report, cusum_rows=window)
+    overview = summary.build(rows, shoes, report, cusum_rows=window,
+                             mix=period.mix)
     overview["cusum_from"] = first.isoformat()
     overview["data_position"] = position.as_dict()
     with transaction.atomic():
@@ -209,7 +211,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
         current.status, current.percent, current.stage = Status.DONE, 100, "done"
         current.finished_at = timezone.now()
         current.coups, current.shoes = len(rows), len(shoes)
-        current.tests = report.tests + len(overview["tables"])
+        # the BH tests and each table's CUSUMs (falling and rising)
+        current.tests = report.tests + len(CUSUM_TESTS) * len(overview["tables"])
         current.alerts, current.alerts_new = len(found), raised
         # every alert's ident (the run's alerts, however many: never thinned)
         current.summary = {**alerts.plain(overview), "alert_idents": [

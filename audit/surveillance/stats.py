@@ -198,11 +198,13 @@ def bh(pvalues, q: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
 @dataclass(frozen=True)
 class BernoulliCusum:
     """One-sided Bernoulli CUSUM for a fall of the banker-win rate from p0 to
-    p1 = p0 - delta (Reynolds & Stoumbos 1999).
+    p1 = p0 - delta (Reynolds & Stoumbos 1999), or with ``direction=+1`` for
+    a rise to p1 = p0 + delta.
 
-    Each coup adds its log-likelihood ratio log(p1/p0) (a banker win, < 0) or
-    log((1-p1)/(1-p0)) (anything else, > 0); the statistic is kept >= 0 and
-    alarms when it reaches h. The increments are kept as integers on a scale
+    Each coup adds its log-likelihood ratio log(p1/p0) (a banker win: < 0
+    for a fall, > 0 for a rise) or log((1-p1)/(1-p0)) (anything else, of the
+    other sign); the statistic is kept >= 0 and alarms when it reaches h.
+    The increments are kept as integers on a scale
     of ``resolution`` units per |log(p1/p0)| of the reference p0, so the
     statistic lives on the integers 0..H-1 and its Markov chain is the exact
     law of the statistic actually used: the in-control average run length
@@ -215,10 +217,15 @@ class BernoulliCusum:
     delta: float
     arl0: float
     resolution: int = 100
+    direction: int = -1  # -1: a fall of the rate; +1: a rise
+
+    def __post_init__(self) -> None:
+        if self.direction not in (-1, 1):
+            raise ValueError(f"direction must be -1 or +1, not {self.direction!r}")
 
     @property
     def p1(self) -> float:
-        return self.p0 - self.delta
+        return self.p0 + self.direction * self.delta
 
     @property
     def scale(self) -> float:
@@ -227,7 +234,7 @@ class BernoulliCusum:
     def increments(self, p0) -> tuple[np.ndarray, np.ndarray]:
         """Integer increments (banker win, other) for coups of rate p0."""
         p0 = np.asarray(p0, dtype=float)
-        p1 = p0 - self.delta
+        p1 = p0 + self.direction * self.delta
         win = np.rint(self.scale * np.log(p1 / p0)).astype(np.int64)
         other = np.rint(self.scale * np.log((1 - p1) / (1 - p0))).astype(np.int64)
         return win, other
@@ -275,14 +282,19 @@ class BernoulliCusum:
 
 
 def _chain(p: float, win: int, other: int, limit: int):
-    """Transition matrix among the in-control states 0..limit-1."""
+    """Transition matrix among the in-control states 0..limit-1 (a win moves
+    by ``win``, anything else by ``other``: one of them < 0, floored at 0;
+    a state at or past the limit is the alarm, absorbing, left out)."""
     i = np.arange(limit)
-    down = np.maximum(i + win, 0)  # win < 0
-    up = i + other
-    rows = np.concatenate([i, i[up < limit]])
-    cols = np.concatenate([down, up[up < limit]])
-    vals = np.concatenate([np.full(limit, p), np.full(int((up < limit).sum()), 1 - p)])
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(limit, limit))
+    rows, cols, vals = [], [], []
+    for prob, step in ((p, win), (1 - p, other)):
+        to = np.maximum(i + step, 0)
+        keep = to < limit
+        rows.append(i[keep])
+        cols.append(to[keep])
+        vals.append(np.full(int(keep.sum()), prob))
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                              np.concatenate(cols))), shape=(limit, limit))
 
 
 @lru_cache(maxsize=256)
@@ -294,7 +306,7 @@ def _arl(p: float, win: int, other: int, limit: int) -> float:
 
 @lru_cache(maxsize=64)
 def _limit_for(p0: float, win: int, other: int, arl0: float) -> int:
-    lo, hi = 1, max(2, other)
+    lo, hi = 1, max(2, win, other)
     while _arl(p0, win, other, hi) < arl0:
         lo, hi = hi, hi * 2
     while hi - lo > 1:

@@ -17,7 +17,7 @@ from datetime import date
 
 import numpy as np
 
-from . import stats
+from . import power, stats
 from .data import BANKER, PUNTER, TIE, CoupRows, ShoeClose
 from .detect import DEFAULT_ARL0, DEFAULT_DELTA, Report
 
@@ -36,9 +36,13 @@ def _iso(ordinal: int) -> str:
 
 
 def build(rows: CoupRows, shoes: list[ShoeClose], report: Report,
-          cusum_rows: CoupRows | None = None) -> dict:
+          cusum_rows: CoupRows | None = None, mix=None) -> dict:
+    """``mix``: the floor's mix of free choices the odds were weighed with
+    (collect.FloorMix), shown with the expected share it gives."""
     cusum_rows = rows if cusum_rows is None else cusum_rows
     return {
+        "mix": mix.as_dict() if mix is not None else None,
+        "power": croupier_power(rows, report),
         "coups": len(rows),
         "shoes_closed": len(shoes),
         "tests": report.tests,
@@ -51,6 +55,18 @@ def build(rows: CoupRows, shoes: list[ShoeClose], report: Report,
         "tables": tables(rows, cusum_rows),
         "shoes": shoe_rows(rows),
     }
+
+
+def croupier_power(rows: CoupRows, report: Report) -> dict | None:
+    """How soon a croupier at 2x, 3x, 5x this floor's false-draw rate is
+    found (power.py), from this run's own figures: the floor's rate and
+    coups, the tests and the false discovery rate."""
+    big_n = sum(p["coups"] for p in report.croupiers)
+    big_k = sum(p.get(FUNNEL_TEST, 0) for p in report.croupiers)
+    if not big_n:
+        return None
+    return power.table(power.Floor(big_k / big_n, big_n, max(report.tests, 1),
+                                   report.fdr))
 
 
 def funnel(rows: CoupRows, report: Report) -> dict:
@@ -109,7 +125,8 @@ def _thin_max(values: np.ndarray, days: np.ndarray, limit: int):
 
 def tables(rows: CoupRows, cusum_rows: CoupRows) -> list[dict]:
     """Per table: coups, banker wins against the expectation (z, two-sided
-    exact p) and the CUSUM path over `cusum_rows` with its limit."""
+    exact p) and the CUSUM paths over `cusum_rows` with their limits: the
+    banker-win rate falling ("cusum") and rising ("cusum_up")."""
     out: dict[int, dict] = {}
     if len(rows):
         ids, codes = np.unique(rows.table, return_inverse=True)
@@ -136,16 +153,18 @@ def tables(rows: CoupRows, cusum_rows: CoupRows) -> list[dict]:
             idx = order[a:b]
             p0s = r.p_banker[idx]
             vals, counts = np.unique(p0s, return_counts=True)
-            cusum = stats.BernoulliCusum(float(vals[counts.argmax()]),
-                                         DEFAULT_DELTA, DEFAULT_ARL0)
-            path = cusum.run(r.outcome[idx] == BANKER, p0s) / cusum.scale
-            ys, ds = _thin_max(path, r.day[idx], PATH_POINTS)
             t = int(table[a])
             row = out.setdefault(t, {"table": t})
-            row["cusum"] = {"y": [round(float(y), 4) for y in ys],
-                            "day": [_iso(d) for d in ds],
-                            "limit": float(cusum.h), "max": float(path.max()),
-                            "crossed": bool(path.max() >= cusum.h)}
+            for direction, name in ((-1, "cusum"), (1, "cusum_up")):
+                cusum = stats.BernoulliCusum(float(vals[counts.argmax()]),
+                                             DEFAULT_DELTA, DEFAULT_ARL0,
+                                             direction=direction)
+                path = cusum.run(r.outcome[idx] == BANKER, p0s) / cusum.scale
+                ys, ds = _thin_max(path, r.day[idx], PATH_POINTS)
+                row[name] = {"y": [round(float(y), 4) for y in ys],
+                             "day": [_iso(d) for d in ds],
+                             "limit": float(cusum.h), "max": float(path.max()),
+                             "crossed": bool(path.max() >= cusum.h)}
     return [out[t] for t in sorted(out)]
 
 

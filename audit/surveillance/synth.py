@@ -66,6 +66,7 @@ def honest(
     coups_per_day: int = 1000,
     seed: int = 0,
     first_day: int = FIRST_DAY,
+    false_draw_rate: float = FALSE_DRAW_RATE,
 ) -> Synth:
     rng = np.random.default_rng(seed)
     pb, pp, pt = default_probabilities()
@@ -74,8 +75,6 @@ def honest(
     n = td_count * c
     td = np.repeat(np.arange(td_count), c)
     pos = np.tile(np.arange(c), td_count)
-    table = td // days + 1
-    day = first_day + td % days
 
     # shoes: 55-60 coups each, cut at the day's end
     lengths = rng.integers(55, 61, size=(td_count, c // 55 + 2))
@@ -92,6 +91,30 @@ def honest(
     u = rng.random(n)
     outcome = np.where(u < pb, BANKER, np.where(u < pb + pp, PUNTER, 2)).astype(
         np.int8)
+    rows, turn, shift = assemble(
+        rng, td=td, pos=pos, c=c, tables=tables, days=days, first_day=first_day,
+        shoe=shoe, seq=seq, outcome=outcome,
+        false_draw=false_draw_rate, probs=(pb, pp, pt))
+    shoes = _close_shoes(rows, rng)
+    return Synth(rows, shoes, turn, shift, {})
+
+
+def assemble(rng, *, td, pos, c: int, tables: int, days: int, first_day: int,
+             shoe, seq, outcome, false_draw, probs) -> tuple[CoupRows, np.ndarray,
+                                                           np.ndarray]:
+    """The floor around the cards: croupiers' shifts, banker turns (a new
+    one after a punter win, or after a win and a pass), the bankers'
+    identities, covered amounts, levies and the other findings at floor
+    rates; (rows, turn, shift). ``td``: each coup's table-day (0..), ``pos``
+    its place in the day (0..c-1); ``probs``: (P banker, P punter, P tie),
+    three floats or three arrays; ``false_draw``: each coup's flag, or a
+    floor rate to draw them at."""
+    n = len(td)
+    td_count = tables * days
+    table = td // days + 1
+    day = first_day + td % days
+    pb, pp, pt = (np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy()
+                  for x in probs)
 
     # croupiers: three shifts a table-day from a pool
     shift_in_day = pos * 3 // c
@@ -130,15 +153,13 @@ def honest(
         at=(td % days * 86_400 + pos * 60).astype(np.int64),
         croupier=croupier.astype(np.int64), banker=banker, outcome=outcome,
         covered=covered, commission=np.zeros(n), banker_net=np.zeros(n),
-        levy_win=levy_win,
-        p_banker=np.full(n, pb), p_punter=np.full(n, pp), p_tie=np.full(n, pt),
-        false_draw=rng.random(n) < FALSE_DRAW_RATE,
+        levy_win=levy_win, p_banker=pb, p_punter=pp, p_tie=pt,
+        false_draw=(rng.random(n) < false_draw if np.isscalar(false_draw)
+                    else np.asarray(false_draw, dtype=bool)),
         corrected=rng.random(n) < CORRECTION_RATE,
         bank_mismatch=rng.random(n) < BANK_MISMATCH_RATE,
     )
-    rows = _settle(rows)
-    shoes = _close_shoes(rows, rng)
-    return Synth(rows, shoes, turn, shift, {})
+    return _settle(rows), turn, shift
 
 
 def _settle(rows: CoupRows) -> CoupRows:
@@ -191,13 +212,16 @@ def _pick_groups(group: np.ndarray, budget: int, rng, where=None) -> np.ndarray:
 
 def inject_croupier(s: Synth, *, seed: int, coups: int = CROUPIER_COUPS,
                     factor: float = CROUPIER_FACTOR, croupier: int = 99,
-                    where: np.ndarray | None = None) -> Synth:
+                    where: np.ndarray | None = None,
+                    rate: float = FALSE_DRAW_RATE) -> Synth:
+    """A croupier at ``factor`` x the floor's false-draw ``rate`` over whole
+    shifts adding up to at most ``coups``."""
     rng = np.random.default_rng(seed)
     mine = _pick_groups(s.shift, coups, rng, where)
     cr = s.rows.croupier.copy()
     cr[mine] = croupier
     fd = s.rows.false_draw.copy()
-    fd[mine] = rng.random(int(mine.sum())) < FALSE_DRAW_RATE * factor
+    fd[mine] = rng.random(int(mine.sum())) < rate * factor
     rows = replace(s.rows, croupier=cr, false_draw=fd)
     truth = {**s.truth, "croupier": {"subject": f"croupier:{croupier}",
                                      "coups": int(mine.sum())}}
@@ -223,12 +247,18 @@ def inject_banker(s: Synth, *, seed: int, coups: int = BANKER_COUPS,
 
 def inject_table(s: Synth, *, seed: int, table: int, from_day: int,
                  share: float = TABLE_SHARE) -> Synth:
+    """A table whose recorded banker wins fall to ``share`` from a day on
+    (banker wins recorded as punter wins), or rise to it (the other way)."""
     rng = np.random.default_rng(seed)
     mine = (s.rows.table == table) & (s.rows.day >= from_day)
     out = s.rows.outcome.copy()
+    u = rng.random(len(out))
     drop = 1 - share / s.rows.p_banker
-    lost = mine & (out == BANKER) & (rng.random(len(out)) < drop)
+    lost = mine & (out == BANKER) & (u < drop)
+    gain = (share - s.rows.p_banker) / s.rows.p_punter
+    won = mine & (out == PUNTER) & (u < gain)
     out[lost] = PUNTER
+    out[won] = BANKER
     rows = _settle(replace(s.rows, outcome=out))
     truth = {**s.truth, "table": {"subject": f"table:{table}", "table": table,
                                   "from_day": from_day}}

@@ -13,6 +13,7 @@ TESTS = {
     "banker_share": _("Banker wins away from the odds on a gaming day"),
     "levy": _("Commission away from the expected levy"),
     "cusum_banker_share": _("The banker-win rate fell (CUSUM over its limit)"),
+    "cusum_banker_share_up": _("The banker-win rate rose (CUSUM over its limit)"),
     "outcomes": _("The shoe's outcomes are away from the odds"),
     "runs": _("The shoe's wins come in runs the odds do not give"),
     "count": _("Cards dealt, burned and left do not make the shoe"),

@@ -92,7 +92,7 @@
       var f = document.getElementById("chart-funnel");
       if (f && d.funnel && d.funnel.n) f.chart = funnel(f, d.funnel);
       (d.cusums || []).forEach(function (c) {
-        var el = document.getElementById("cusum-" + c.table);
+        var el = document.getElementById("cusum-" + (c.key || c.table));
         if (el) el.chart = cusum(el, c);
       });
     }

@@ -20,8 +20,13 @@ Reference: docs/rules.md, "The punter's rule" and "The banker's tableau".
 A house's own play (``house_odds``): a cell the house prescribes (docs/rules.md,
 "House rules": the punter's 5, the banker's optional cells) is played as
 prescribed; a free cell is played by the default above, draw. That is the
-strategy these odds have always assumed (a player who stands where he may is
-not modelled: a free choice is his, and this code does not guess it).
+strategy these odds have always assumed. A floor whose players stand where
+they may is given by a mix (``house_odds(..., mix=...)``): the share of
+draws observed at each free cell, played as a mixed strategy (each free
+cell drawn with its probability, independently of the cards: a coup meets
+at most one punter's and one banker's choice), enumerated exactly as above.
+The counts of a mixed strategy are scaled by the denominators of its shares
+(``Odds.scale``); the probabilities are exact fractions either way.
 
 The levy (``expected_levy``): the commission on a covered amount C is
 ``round(rate x C, unit, mode)`` when the banker wins and nothing otherwise, so
@@ -37,10 +42,17 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
+from math import gcd as _gcd
 
 from .house import Prescriptions, cell_key, rounding_mode
 from .settlement import round_money
-from .tableau import COLUMNS, PUNTO_BANCO_TABLEAU, STANDARD_TABLEAU, Action, Tableau
+from .tableau import (
+    COLUMNS,
+    PUNTO_BANCO_TABLEAU,
+    STANDARD_TABLEAU,
+    Action,
+    Tableau,
+)
 
 __all__ = [
     "Odds",
@@ -66,6 +78,11 @@ class Odds:
     tie: int
     # the optional cells the banker stands in ("3/9"), the others he draws in
     banker_stands: tuple[str, ...] = ()
+    # a mixed strategy: (cell, share of draws as "k/n") for each free cell
+    # played at a mix ("punter" is the punter's 5), and the factor the counts
+    # are scaled by (the product of the shares' denominators)
+    mix: tuple[tuple[str, str], ...] = ()
+    scale: int = 1
 
     @property
     def total(self) -> int:
@@ -101,6 +118,8 @@ class Odds:
             "tableau": self.tableau,
             "punter_draws_on_5": self.punter_draws_on_5,
             "banker_stands_in": list(self.banker_stands),
+            "mix": dict(self.mix),
+            "scale": self.scale,
             "counts": {
                 "banker": self.banker,
                 "punter": self.punter,
@@ -166,12 +185,18 @@ def house_odds(
     tableau: Tableau = STANDARD_TABLEAU,
     punter_five: str = "free",
     banker_prescriptions: Mapping[str, str] | None = None,
+    mix: Mapping[str, object] | None = None,
 ) -> Odds:
     """The odds of a house's own play: each cell it prescribes played as
-    prescribed, each free cell drawn (see the module's docstring). The
-    prescriptions are the house rules' (``"draw"``, ``"stand"`` or ``"free"``
-    for the punter's 5; ``{"3/9": "stand", ...}`` for the banker), checked as
-    the engine checks them."""
+    prescribed, each free cell drawn, or at its share of draws in ``mix``
+    (see the module's docstring). The prescriptions are the house rules'
+    (``"draw"``, ``"stand"`` or ``"free"`` for the punter's 5;
+    ``{"3/9": "stand", ...}`` for the banker), checked as the engine checks
+    them. ``mix``: ``{"punter": share, "3/9": share, ...}``, each share the
+    probability of a draw at that cell (a Fraction, an int, or a string such
+    as "12/31"; 0..1); a share for a cell the house prescribes, or that the
+    tableau does not leave optional, is not used (a floor's mix is pooled
+    over tables whose rules differ)."""
     rules = Prescriptions(punter_five=punter_five, banker=banker_prescriptions or {})
     rules.check_against(tableau)
     cells: dict[tuple[int, int | None], bool] = {}
@@ -180,12 +205,76 @@ def house_odds(
         cells[(int(total), None if third == "stood" else int(third))] = (
             choice.value == "draw"
         )
-    return compute_odds(
-        decks=decks,
-        tableau=tableau,
-        punter_draws_on_5=rules.punter_five.value != "stand",
-        banker_optional=cells,
+    if not mix:
+        return compute_odds(
+            decks=decks,
+            tableau=tableau,
+            punter_draws_on_5=rules.punter_five.value != "stand",
+            banker_optional=cells,
+        )
+    return _mixed_odds(decks, tableau, rules, cells, mix)
+
+
+def _share(key: str, value: object) -> Fraction:
+    try:
+        share = Fraction(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise ValueError(f"mix[{key}]: {value!r} is not a share such as 1/3") from None
+    if not 0 <= share <= 1:
+        raise ValueError(f"mix[{key}]: {share} is not between 0 and 1")
+    return share
+
+
+def _mixed_odds(decks: int, tableau: Tableau, rules: Prescriptions,
+                prescribed: Mapping[tuple[int, int | None], bool],
+                mix: Mapping[str, object]) -> Odds:
+    if type(decks) is not int or not 1 <= decks <= 8:
+        raise ValueError(f"decks must be an integer 1..8, not {decks!r}")
+    used: dict[str, Fraction] = {}
+    free_five = rules.punter_five.value == "free"
+    if "punter" in mix and free_five:
+        used["punter"] = _share("punter", mix["punter"])
+    banker: dict[int, Fraction] = {}
+    for key, value in mix.items():
+        if key == "punter":
+            continue
+        total, third = _cell(key)
+        index = total * COLUMNS + (0 if third is None else third + 1)
+        if tableau.cells[index] is not Action.OPTIONAL or (total, third) in prescribed:
+            continue
+        banker[index] = used[key] = _share(key, value)
+    bden = 1
+    for share in banker.values():
+        bden = bden * share.denominator // _gcd(bden, share.denominator)
+    weights = []
+    for i, action in enumerate(tableau.cells):
+        if i in banker:
+            weights.append(int(banker[i] * bden))
+        elif action is Action.OPTIONAL:
+            key_cell = (i // COLUMNS, None if i % COLUMNS == 0 else i % COLUMNS - 1)
+            weights.append(bden if prescribed.get(key_cell, True) else 0)
+        else:
+            weights.append(bden if action is Action.DRAW else 0)
+    five = used.get("punter", Fraction(0 if rules.punter_five.value == "stand" else 1))
+    counts = _enumerate_mixed(decks, tuple(weights), bden, five.numerator,
+                              five.denominator)
+    stands = tuple(
+        cell_key(i // COLUMNS, None if i % COLUMNS == 0 else i % COLUMNS - 1)
+        for i, w in enumerate(weights)
+        if w == 0 and tableau.cells[i] is Action.OPTIONAL
     )
+    return Odds(decks, tableau.version, five > 0, *counts, stands,
+                tuple((k, f"{v.numerator}/{v.denominator}")
+                      for k, v in sorted(used.items())),
+                bden * five.denominator)
+
+
+def _cell(key: str) -> tuple[int, int | None]:
+    total, sep, third = key.partition("/")
+    if sep and total.isdigit() and int(total) < 8 and (
+            third == "stood" or (third.isdigit() and int(third) <= 9)):
+        return int(total), None if third == "stood" else int(third)
+    raise ValueError(f"mix: {key!r} is not 'punter' nor a cell such as '3/9'")
 
 
 def as_decimal(value: Fraction, places: int = 12) -> Decimal:
@@ -208,9 +297,24 @@ def levy(covered: Decimal, *, rate: Decimal, unit: Decimal,
 
 @lru_cache(maxsize=64)
 def _enumerate(decks: int, draws: tuple[bool, ...], punter_5: bool):
+    """Counts of a pure strategy: every choice a draw (True) or a stand."""
+    return _enumerate_mixed(decks, tuple(int(d) for d in draws), 1, int(punter_5), 1)
+
+
+@lru_cache(maxsize=256)
+def _enumerate_mixed(decks: int, weights: tuple[int, ...], bden: int,
+                     pweight: int, pden: int):
+    """Counts of a mixed strategy, scaled by ``pden x bden``: at each banker
+    cell i the banker draws with probability weights[i] / bden (bden or 0
+    for a prescribed or mandatory cell), the punter draws at 5 with
+    probability pweight / pden. A coup meets at most one punter's and one
+    banker's choice, so weighing each branch by its share is exact; every
+    path carries the factor pden x bden once, so the ratios are the
+    probabilities. With bden = pden = 1 and 0/1 weights: a pure strategy."""
     r = [16 * decks] + [4 * decks] * 9  # cards left by point value
     n = 52 * decks
     rest4, rest5 = _falling(n - 4, 2), n - 5  # ways to deal the unused cards
+    both = pden * bden
     ban = pun = tie = 0
     pairs = _pairs()
     values = range(10)
@@ -220,6 +324,13 @@ def _enumerate(decks: int, draws: tuple[bool, ...], punter_5: bool):
         w *= r[p2]
         r[p2] -= 1
         pt = (p1 + p2) % 10
+        if pt <= 4:
+            pdraw = pden
+        elif pt == 5:
+            pdraw = pweight
+        else:
+            pdraw = 0
+        pstand = pden - pdraw
         for b1, b2, bo in pairs:
             w4 = w * bo * r[b1]
             r[b1] -= 1
@@ -228,49 +339,55 @@ def _enumerate(decks: int, draws: tuple[bool, ...], punter_5: bool):
             bt = (b1 + b2) % 10
             if w4:
                 if pt >= 8 or bt >= 8:
-                    w4 *= rest4
+                    w4 *= rest4 * both
                     if bt > pt:
                         ban += w4
                     elif pt > bt:
                         pun += w4
                     else:
                         tie += w4
-                elif pt <= 4 or (pt == 5 and punter_5):
-                    row = bt * COLUMNS + 1
-                    for v in values:
-                        w5 = w4 * r[v]
-                        if not w5:
-                            continue
-                        pf = (pt + v) % 10
-                        if draws[row + v]:
-                            r[v] -= 1
-                            b, p, t = _third(r, bt, pf)
-                            r[v] += 1
-                            ban += w5 * b
-                            pun += w5 * p
-                            tie += w5 * t
-                        else:
-                            w5 *= rest5
-                            if bt > pf:
-                                ban += w5
-                            elif pf > bt:
-                                pun += w5
-                            else:
-                                tie += w5
-                elif draws[bt * COLUMNS]:
-                    b, p, t = _third(r, bt, pt)
-                    w4 *= rest5
-                    ban += w4 * b
-                    pun += w4 * p
-                    tie += w4 * t
                 else:
-                    w4 *= rest4
-                    if bt > pt:
-                        ban += w4
-                    elif pt > bt:
-                        pun += w4
-                    else:
-                        tie += w4
+                    if pdraw:
+                        row = bt * COLUMNS + 1
+                        for v in values:
+                            w5 = w4 * r[v] * pdraw
+                            if not w5:
+                                continue
+                            pf = (pt + v) % 10
+                            bdraw = weights[row + v]
+                            if bdraw:
+                                r[v] -= 1
+                                b, p, t = _third(r, bt, pf)
+                                r[v] += 1
+                                wd = w5 * bdraw
+                                ban += wd * b
+                                pun += wd * p
+                                tie += wd * t
+                            if bdraw != bden:
+                                ws = w5 * (bden - bdraw) * rest5
+                                if bt > pf:
+                                    ban += ws
+                                elif pf > bt:
+                                    pun += ws
+                                else:
+                                    tie += ws
+                    if pstand:
+                        ws4 = w4 * pstand
+                        bdraw = weights[bt * COLUMNS]
+                        if bdraw:
+                            b, p, t = _third(r, bt, pt)
+                            wd = ws4 * bdraw * rest5
+                            ban += wd * b
+                            pun += wd * p
+                            tie += wd * t
+                        if bdraw != bden:
+                            ws = ws4 * (bden - bdraw) * rest4
+                            if bt > pt:
+                                ban += ws
+                            elif pt > bt:
+                                pun += ws
+                            else:
+                                tie += ws
             r[b1] += 1
             r[b2] += 1
         r[p1] += 1

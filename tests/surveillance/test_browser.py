@@ -68,7 +68,10 @@ def test_the_funnel_and_cusum_canvases_draw(page, live_server, done_run, manager
     assert funnel["chart"] and funnel["points"] >= 3 and funnel["painted"] > 500, \
         funnel
     cusums = page.locator("canvas.cusum")
-    assert cusums.count() == len(done_run.summary["tables"]) >= 3
+    # a falling and a rising CUSUM for each table
+    assert cusums.count() == 2 * len(done_run.summary["tables"]) >= 6
+    assert page.locator("#cusums-up canvas.cusum").count() == len(
+        done_run.summary["tables"])
     for i in range(cusums.count()):
         cid = cusums.nth(i).get_attribute("id")
         drawn = _drawn(page, cid)
@@ -82,6 +85,11 @@ def test_the_funnel_and_cusum_canvases_draw(page, live_server, done_run, manager
         color = page.evaluate("Chart.defaults.color")
         assert color == "#cfd6d2"
     screenshot("surveillance" + ("-night" if theme else ""))
+    # the floor's free choices and the croupier test's power, in view
+    page.locator("#power").scroll_into_view_if_needed()
+    assert page.locator("#power-table tbody tr").count() == 3
+    assert page.locator("#mix tbody tr").count() >= 1
+    screenshot("surveillance-power-mix" + ("-night" if theme else ""))
 
 
 def test_the_flag_page_draws_its_evidence(page, live_server, done_run, pitboss,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ import pytest
 from audit.reports.odds import house_odds, levy
 from audit.surveillance import collect
 from tables import services
+from tables.chemmy.cards import point
+from tables.chemmy.house import cell_key
 from tables.models import BankerTurn, Coup, Finding, Shoe
 from tables.rollups import current_coups
 from tables.services.coups import tableau_for
@@ -73,9 +76,27 @@ def test_rows_follow_the_current_revisions(floor_night, pitboss):
         assert lw == float(levy(c.covered, rate=r.commission_rate,
                                 unit=r.commission_unit,
                                 rounding=r.commission_rounding))
+    # the expectation at the floor's mix of free choices (issue 27): the
+    # share of draws at each free cell, counted here from the coups' cards
+    seen: dict[str, list[int]] = {}
+    for c in cur:
+        if c.punter_choice:
+            seen.setdefault("punter", []).append(c.punter_choice == "draw")
+        if c.banker_choice:
+            b2 = (point(c.banker_cards[0]) + point(c.banker_cards[1])) % 10
+            third = point(c.punter_cards[2]) if len(c.punter_cards) == 3 else None
+            seen.setdefault(cell_key(b2, third), []).append(
+                c.banker_choice == "draw")
+    assert "punter" in seen
+    mix = {cell: Fraction(sum(d), len(d)) for cell, d in seen.items()}
     odds = house_odds(decks=6, tableau=tableau_for("chemmy-standard-1"),
-                      punter_five="free", banker_prescriptions={})
+                      punter_five="free", banker_prescriptions={}, mix=mix)
     assert np.allclose(rows.p_banker, float(odds.p_banker))
+    period = collect.collect_period(from_day=DAY1, to_day=DAY1)
+    assert {c: Fraction(d, d + s) for c, (d, s) in period.mix.counts.items()} == mix
+    assert period.mix.expected_share == pytest.approx(float(odds.p_banker))
+    assert period.mix.drawn_share == pytest.approx(float(house_odds(
+        decks=6, tableau=tableau_for("chemmy-standard-1")).p_banker))
     assert np.allclose(rows.p_banker + rows.p_punter + rows.p_tie, 1.0)
     net = rows.banker_net
     assert np.allclose(net[rows.outcome == 1], -rows.covered[rows.outcome == 1])

@@ -78,6 +78,25 @@ def test_cusum_alert_is_dated_the_day_it_crosses():
     assert max(a.evidence["series"]["cusum_max"]) >= c.h
 
 
+def test_a_rising_banker_share_has_its_own_cusum():
+    """Issue 27: a table whose banker wins rise to 52 % is found by the
+    upward CUSUM, dated the day it crosses; the falling one stays quiet."""
+    s = synth.honest(tables=3, days=8, coups_per_day=1000, seed=22)
+    s = synth.inject_table(s, seed=22, table=3, from_day=F + 2, share=0.52)
+    alerts = [a for a in detect.detect(s.rows, s.shoes) if a.kind == "table_cusum"]
+    assert [(a.subject, a.test) for a in alerts] == [
+        ("table:3", "cusum_banker_share_up")]
+    a = alerts[0]
+    mine = np.flatnonzero(s.rows.table == 3)
+    mine = mine[np.argsort(s.rows.at[mine], kind="stable")]
+    c = stats.BernoulliCusum(float(s.rows.p_banker[0]), detect.DEFAULT_DELTA,
+                             detect.DEFAULT_ARL0, direction=1)
+    path = c.run(s.rows.outcome[mine] == 0, s.rows.p_banker[mine])
+    first = int(np.flatnonzero(path >= c.limit)[0])
+    assert a.day == int(s.rows.day[mine[first]]) >= F + 2
+    assert a.evidence["direction"] == "up" and a.evidence["p1"] > a.evidence["p0"]
+
+
 def test_alerts_carry_json_ready_evidence_and_q_values():
     s = synth.honest(tables=4, days=4, coups_per_day=1000, seed=8)
     s = synth.inject_croupier(s, seed=8)

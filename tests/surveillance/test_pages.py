@@ -51,7 +51,9 @@ def test_the_page_shows_the_latest_run(done_run, manager, auditor, floor_night):
         assert culprit.username in labels
         assert data["funnel"]["hi998"] and data["cusums"]
         for c in data["cusums"]:
-            assert f'id="cusum-{c["table"]}"' in html and c["limit"] > 0
+            assert f'id="cusum-{c["key"]}"' in html and c["limit"] > 0
+        # a falling and a rising CUSUM for each table (issue 27)
+        assert {c["up"] for c in data["cusums"]} == {False, True}
         flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
         assert f'href="/floor/flags/{flag.pk}/"' in html
     # the form is the manager's
@@ -59,6 +61,35 @@ def test_the_page_shows_the_latest_run(done_run, manager, auditor, floor_night):
         .content.decode()
     assert 'id="run-form"' not in client_for(auditor).get("/floor/surveillance/") \
         .content.decode()
+
+
+def test_the_page_shows_the_floors_mix_and_the_power(done_run, manager):
+    """Issue 27: the free choices the expectation was weighed with, and how
+    soon a croupier at 3x this floor's rate is found, from its own figures."""
+    s = done_run.summary
+    html = client_for(manager).get("/floor/surveillance/").content.decode()
+    mix = {c["cell"]: c for c in s["mix"]["cells"]}
+    five = mix["punter"]
+    assert five["draws"] + five["stands"] > 0
+    assert 'id="mix"' in html and "punter on 5" in html
+    assert f'<td class="num">{five["draws"]}</td>' in html
+    p = s["power"]
+    lead = next(r for r in p["rows"] if r["factor"] == 3.0)
+    assert p["coups"] == done_run.coups and p["tests"] > 0
+    assert lead["coups"]
+    assert f"within {lead['coups']} coups with 90 % probability" in html
+    assert "At your floor&#x27;s rate of" in html or "At your floor's rate of" in html
+
+
+def test_the_queue_offers_no_table_it_cannot_filter_by(done_run, pitboss):
+    """An alert about a person (a croupier's rate, a banker) has no table:
+    the queue's Table filter has no "None" entry for it."""
+    assert Flag.objects.filter(kind="surveillance", table=None).exists()
+    html = client_for(pitboss).get("/floor/queue/").content.decode()
+    start = html.index('name="table"')
+    table_filter = html[start:html.index("</select>", start)]
+    assert 'value="None"' not in table_filter and "<option" in table_filter
+    assert 'value="None"' not in html
 
 
 def test_who_opens_it(done_run, pitboss, croupier, outsider, manager):

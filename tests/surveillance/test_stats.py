@@ -128,8 +128,9 @@ def test_runs_test_catches_an_alternating_shoe():
 # ------------------------------------------------------------------- CUSUM
 
 
-def test_cusum_run_is_the_recursion():
-    c = stats.BernoulliCusum(PB, 0.04, 1000)
+@pytest.mark.parametrize("direction", [-1, 1])
+def test_cusum_run_is_the_recursion(direction):
+    c = stats.BernoulliCusum(PB, 0.04, 1000, direction=direction)
     rng = np.random.default_rng(5)
     x = rng.random(3000) < 0.44
     win, other = c.increments(PB)
@@ -162,11 +163,13 @@ def _simulated_run_lengths(c, p, runs, seed, steps):
     return length
 
 
+@pytest.mark.parametrize("direction", [-1, 1])
 @pytest.mark.parametrize("p", ["in control", "shifted"])
-def test_cusum_arl_matches_simulation(p):
+def test_cusum_arl_matches_simulation(p, direction):
     """The chain's exact ARL against 4,000 simulated runs: within 4 standard
-    errors (a run length is near-geometric: sd ~ its mean)."""
-    c = stats.BernoulliCusum(PB, 0.04, 400)
+    errors (a run length is near-geometric: sd ~ its mean), for a falling
+    and a rising banker-win rate."""
+    c = stats.BernoulliCusum(PB, 0.04, 400, direction=direction)
     prob = c.p0 if p == "in control" else c.p1
     exact = c.arl(prob)
     rl = _simulated_run_lengths(c, prob, 4000, seed=11, steps=int(exact * 30))
@@ -176,8 +179,9 @@ def test_cusum_arl_matches_simulation(p):
     assert abs(rl.mean() - exact) < 4 * se
 
 
-def test_cusum_false_alarm_probability_matches_simulation():
-    c = stats.BernoulliCusum(PB, 0.04, 400)
+@pytest.mark.parametrize("direction", [-1, 1])
+def test_cusum_false_alarm_probability_matches_simulation(direction):
+    c = stats.BernoulliCusum(PB, 0.04, 400, direction=direction)
     exact = c.false_alarm_probability(300)
     rl = _simulated_run_lengths(c, c.p0, 4000, seed=12, steps=300)
     seen = (rl <= 300).mean()
@@ -193,3 +197,8 @@ def test_default_cusum_design_is_stated():
           f"ARL0 = {arl0:,.0f} coups, ARL1 at 42 % = {arl1:,.0f} coups")
     assert DEFAULT_ARL0 <= arl0 < 1.01 * DEFAULT_ARL0
     assert arl1 < 4000
+    up = stats.BernoulliCusum(PB, DEFAULT_DELTA, DEFAULT_ARL0, direction=1)
+    assert up.p1 == pytest.approx(PB + DEFAULT_DELTA) and up.increments(PB)[0] > 0
+    assert DEFAULT_ARL0 <= up.arl() < 1.01 * DEFAULT_ARL0 and up.arl(0.52) < 2500
+    with pytest.raises(ValueError, match="direction"):
+        stats.BernoulliCusum(PB, DEFAULT_DELTA, DEFAULT_ARL0, direction=0)

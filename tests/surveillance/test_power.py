@@ -1,0 +1,56 @@
+"""The power the page and the README state (power.py) against the detector
+itself: on simulated floors at a false-draw rate R, a croupier at 3x R over
+n coups is found as often as the figure says, within the binomial interval
+of the runs (no database; a few hundred detector runs, ~30 s; the long
+runs on real shoes are `make calibrate`'s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as ss
+
+from audit.surveillance import detect, power, synth
+
+Q = 0.05
+RUNS = 100
+
+
+def _floor(rate: float, n: int, seed: int):
+    s = synth.honest(tables=6, days=5, coups_per_day=1000, seed=seed,
+                     false_draw_rate=rate)
+    s = synth.inject_croupier(s, seed=seed, coups=n, factor=3.0, rate=rate)
+    return s
+
+
+@pytest.mark.parametrize(("rate", "target"), [(0.003, 0.9), (0.005, 0.5)])
+def test_the_stated_power_is_what_the_detector_finds(rate, target, capsys):
+    # the floor's own figures, read from one run of the same shape
+    probe = _floor(rate, 1, 90_000)
+    tests = detect.analyse(probe.rows, probe.shoes, fdr=Q).tests
+    floor = power.Floor(rate, len(probe.rows), tests, Q)
+    n = power.coups_for(floor, 3.0, target)
+    assert n is not None and 300 < n < 15_000
+    found, predicted = 0, []
+    for i in range(RUNS):
+        s = _floor(rate, n, 91_000 + i)
+        report = detect.analyse(s.rows, s.shoes, fdr=Q)
+        mine = s.truth["croupier"]["coups"]  # whole shifts: at most n
+        predicted.append(float(power.power(
+            power.Floor(rate, len(s.rows) - mine, report.tests, Q), mine)[0]))
+        found += any(a.subject == "croupier:99" for a in report.alerts)
+    expected = float(np.mean(predicted))
+    lo, hi = ss.binom.ppf(0.005, RUNS, expected), ss.binom.isf(0.005, RUNS, expected)
+    with capsys.disabled():
+        print(f"\n[surveillance power] rate {rate:.1%}: 3x within {n:,} coups"
+              f" at {target:.0%} (stated); found {found}/{RUNS}, predicted"
+              f" {expected:.1%} for the shifts taken (99 % range {lo:.0f}-{hi:.0f})")
+    assert lo <= found <= hi
+    assert expected >= target - 0.12  # whole shifts fall a little short of n
+
+
+def test_a_lower_rate_needs_more_coups():
+    at = {r: power.coups_for(power.Floor(r, 200_000, 10_000, Q)) for r in
+          (0.003, 0.005)}
+    assert at[0.003] > 1.5 * at[0.005]
+    assert power.coups_for(power.Floor(0.0, 200_000, 10_000, Q)) is None
