@@ -4,6 +4,7 @@ from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from casino.api import IdConverter
+from casino.health import health, health_details
 from casino.tokens import TokenRevokeView
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
@@ -15,6 +16,11 @@ handler404 = "casino.api.not_found"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # operations: a load balancer's probe, monitoring (casino/health.py,
+    # audit/metrics.py)
+    path("health/", health, name="health"),
+    path("health/details/", health_details, name="health-details"),
+    path("", include("audit.metrics_urls")),  # /metrics
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
