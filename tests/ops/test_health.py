@@ -73,12 +73,16 @@ def test_database_down(django_db_blocker, settings, tmp_path):
     it say why they cannot tell."""
     conn = connections["default"]
     saved = dict(conn.settings_dict)
+    kept = None
     with django_db_blocker.unblock():
-        conn.close()
         if conn.vendor == "postgresql":
+            conn.close()
             conn.settings_dict.update(HOST="127.0.0.1", PORT=str(closed_port()))
             conn.settings_dict.setdefault("OPTIONS", {})["connect_timeout"] = 2
-        else:  # SQLite: a file in a folder that does not exist
+        else:  # SQLite: a file in a folder that does not exist. The test's
+            # in-memory database must not be closed (it would be gone): it
+            # is set aside and put back.
+            kept, conn.connection = conn.connection, None
             conn.settings_dict["NAME"] = str(tmp_path / "no" / "such" / "db.sqlite3")
         try:
             r = Client().get("/health/")
@@ -94,7 +98,10 @@ def test_database_down(django_db_blocker, settings, tmp_path):
                 assert body["checks"][name]["ok"] is False
                 assert "database" in body["checks"][name]["message"]
         finally:
-            conn.close()
+            if kept is None:
+                conn.close()
+            else:
+                conn.connection = kept
             conn.settings_dict.clear()
             conn.settings_dict.update(saved)
     with django_db_blocker.unblock():
