@@ -3,7 +3,14 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_init, worker_ready, worker_shutdown
+from celery.signals import (
+    beat_init,
+    celeryd_init,
+    task_postrun,
+    task_prerun,
+    worker_ready,
+    worker_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "casino.settings")
 
@@ -37,6 +44,21 @@ def _heartbeat_stop(**kwargs) -> None:
     from .health import worker_heartbeat_stop
 
     worker_heartbeat_stop()
+
+
+@task_prerun.connect
+def _task_logs(task_id=None, **kwargs) -> None:
+    """A task's log lines carry its id as their request_id (casino/logs.py)."""
+    from .logs import task_context_start
+
+    task_context_start(task_id)
+
+
+@task_postrun.connect
+def _task_logs_end(task_id=None, **kwargs) -> None:
+    from .logs import task_context_end
+
+    task_context_end(task_id)
 
 # A web request that sends a task (a report, a re-audit) must answer at once:
 # with Redis unreachable, 503 and the job kept queued for the sweep
