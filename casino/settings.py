@@ -621,6 +621,8 @@ LOGGING = {
         "handlers": ["console"],
         "level": _read("LOG_LEVEL", env.str, default="INFO"),
     },
+    # the PDF's font subsetting says a line per table of the font at INFO
+    "loggers": {"fontTools": {"level": "WARNING"}},
 }
 # With JSON, a Celery worker keeps these handlers (and so the JSON lines)
 # instead of putting its own on the root logger.
