@@ -230,6 +230,7 @@ class _Pdf:
             pdf.set_text_color(*MUTED)
             pdf.cell(0, BODY_PT * PT * 1.6, "Nothing in this period.",
                      new_x="LMARGIN", new_y="NEXT")
+            count.sheet_done()
             return
         _Table(self, sheet).draw(count)
 
