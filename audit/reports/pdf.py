@@ -79,8 +79,9 @@ def commission_chart_png(report) -> bytes:
                     transform=ax.transAxes)
         ax.set_ylabel("commission")
         ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                  frameon=False)
+        if days:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                      frameon=False)
         fig.tight_layout()
         out = io.BytesIO()
         fig.savefig(out, format="png", dpi=CHART_DPI)
