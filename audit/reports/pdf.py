@@ -118,6 +118,7 @@ MARGIN_X, MARGIN_TOP, MARGIN_BOTTOM = 12.0, 14.0, 16.0  # mm
 BODY_PT, WIDE_PT, SMALLEST_PT = 8.5, 7.0, 4.5
 PAD = 1.5  # mm, either side of a cell's text
 PT = 25.4 / 72  # mm per point
+MONO_KEYS = {"trail anchor", "trail anchor link", "signature"}
 EXPLANATION = (
     "Expected commission = commission rate × P(banker wins) × covered, with P "
     "from the exact odds of each table's decks and tableau; the 95 % band is ± "
@@ -192,8 +193,14 @@ class _Pdf:
         pdf.ln(1.5)
         label_w, line_h = 34.0, BODY_PT * PT * 1.35
         previous = None
-        for key, value in stamp_lines(doc.stamp)[1:]:
-            mono = key == "trail anchor"
+        lines = stamp_lines(doc.stamp)[1:]
+        if not doc.stamp.get("house_rules"):  # said, not left out
+            at = max((i + 1 for i, (k, _) in enumerate(lines)
+                      if k in ("period", "grouped by")), default=0)
+            lines.insert(at, ("house rules", "none"))
+        for key, value in lines:
+            # digests, links and signatures: long tokens, in small type
+            mono = key in MONO_KEYS
             pdf.set_font(FONT, "B", BODY_PT)
             pdf.set_text_color(*INK)
             self.room(line_h)
