@@ -584,6 +584,10 @@ SPECTACULAR_SETTINGS = {
 # Uploads and bodies: a coup is a few hundred bytes; refuse absurd bodies early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
+# A load balancer's probe and Prometheus talk to each node directly, in plain
+# HTTP on the internal network: a redirect to https would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^health/$", r"^metrics$"]
+
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True

@@ -231,3 +231,15 @@ def test_worker_up_stopped_and_killed(start_worker, settings):  # noqa: F811
     worker.proc.wait(timeout=10)
     stale = _wait(lambda r: not r.ok, timeout=10)
     assert "no Celery worker" in stale.message
+
+
+@pytest.mark.django_db
+def test_probes_are_not_redirected_to_https(settings):
+    """Behind TLS the app redirects plain HTTP to https; a load balancer's
+    probe and Prometheus reach the node in plain HTTP and must get their
+    answer, not a redirect."""
+    settings.SECURE_SSL_REDIRECT = True
+    client = Client()
+    assert client.get("/health/").status_code == 200
+    assert client.get("/metrics").status_code == 401  # answered, not redirected
+    assert client.get("/floor/").status_code == 301  # everything else is
