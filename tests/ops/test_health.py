@@ -176,6 +176,10 @@ def test_anchor_age(table, manager):
     assert not anchors.ok and anchors.values["stale"] == 1
     assert anchors.values["age_seconds"] >= 31 * 60
     assert "anchored nowhere" in anchors.message
+    trail_anchor(reason="again")  # a new file: the listing is read again
+    with mock.patch("django.utils.timezone.now", return_value=later):
+        anchors = checks(health_run())["anchors"]
+    assert anchors.ok and anchors.values["stale"] == 0
 
 
 @pytest.mark.django_db
