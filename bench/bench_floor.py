@@ -8,8 +8,13 @@ Run from the project root, alone on the machine for figures:
         [--history-coups 60] [--workers 3] [--threads 4]
 
 A fresh PostgreSQL database (bench_floor, dropped and re-created, migrated;
-BENCH_DATABASE_URL to change it) and Redis db 14 (REDIS_URL; flushed: the
-broker of this run only). Set-up, untimed:
+BENCH_DATABASE_URL to change it), dropped again when the bench ends, whatever
+the outcome (an aim missed, an error, Ctrl-C, SIGTERM; --keep keeps it).
+Redis: the database BENCH_REDIS_URL names, flushed before and after (give
+one nobody else uses); without it, db 14, which must be empty (the bench
+stops, naming the keys it holds, rather than flush a database it was not
+given), and only the keys this run wrote are removed afterwards. Set-up,
+untimed:
 
 - a month of history, written in SQL as bench_reports.py writes its year:
   --tables tables x --history-days closed sessions (one shoe, one banker
@@ -426,10 +431,45 @@ def pick_port() -> int:
     sys.exit(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
 
 
-def start_celery(nice: int) -> tuple[subprocess.Popen, Path]:
+# What a run writes to Redis: Celery's queue, its bindings, unacked and
+# results; Django's cache (the floor's shared copies, throttles, roles) under
+# its ":1:" prefix; the workers' heartbeats.
+RUN_KEYS = ("celery*", "_kombu*", "unacked*", ":1:*", "casino:*")
+
+
+def redis_take(url: str, given: bool) -> None:
+    """A database given (BENCH_REDIS_URL) is the bench's: flushed. The default
+    one must be empty: another program's keys there are never flushed."""
     import redis
 
-    redis.Redis.from_url(REDIS_URL).flushdb()  # this run's broker only
+    client = redis.Redis.from_url(url)
+    if given:
+        client.flushdb()
+        return
+    keys = client.dbsize()
+    if keys:
+        sample = [k.decode(errors="replace") for k in client.scan(count=20)[1][:5]]
+        sys.exit(f"bench: Redis {url} holds {keys} keys (e.g. {sample}): the bench "
+                 "flushes only a database given to it; set BENCH_REDIS_URL to a "
+                 "database of its own (it is flushed), or empty this one")
+
+
+def redis_leave(url: str, given: bool) -> None:
+    """After the run: a given database flushed; the default one rid of the
+    keys this run wrote, and of nothing else."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    if given:
+        client.flushdb()
+        return
+    for pattern in RUN_KEYS:
+        batch = list(client.scan_iter(pattern, count=500))
+        for i in range(0, len(batch), 500):
+            client.delete(*batch[i:i + 500])
+
+
+def start_celery(nice: int) -> tuple[subprocess.Popen, Path]:
     log = _benchdb.OUT_DIR / "floor-celery.log"
     # The reports wait for the CPU the floor leaves: on one box the tablets
     # and the pit bosses come first (nice 10: about a tenth of a core when
@@ -562,16 +602,30 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
 
     url = _benchdb.configure()
+    redis_given = bool(os.environ.get("BENCH_REDIS_URL"))
+    broker = os.environ.get("BENCH_REDIS_URL") or REDIS_URL
+    redis_take(broker, redis_given)
     os.environ.update(
-        REDIS_URL=os.environ.get("BENCH_REDIS_URL", REDIS_URL),
+        REDIS_URL=broker,
         CELERY_TASK_ALWAYS_EAGER="0",
         MEDIA_ROOT=str(_benchdb.OUT_DIR / "floor-media"),
         TRAIL_ANCHOR_DIR=str(_benchdb.OUT_DIR / "floor-anchors"),
     )
     before = _benchdb.machine()
-    print(f"database: {url} (dropped and re-created); broker {REDIS_URL}",
+    print(f"database: {url} (dropped and re-created); broker {broker}",
           flush=True)
-    _benchdb.recreate_database(url)
+    try:
+        _benchdb.recreate_database(url)
+        run(args, url, before)
+    finally:  # an aim missed (exit 1), an error, Ctrl-C or SIGTERM alike
+        redis_leave(broker, redis_given)
+        if args.keep:
+            print(f"kept: {url}")
+        else:
+            _harness.drop_database(url)
+
+
+def run(args, url: str, before: dict) -> None:
 
     from django.db import connection
     from django.utils import timezone
@@ -663,8 +717,6 @@ def main() -> None:
     result = _harness.verify(acked, unresolved, gaming_days=[live_day])
     report(args, cmd, rec, start, stop, tables, result, cpu, report_job, hist,
            before, setup_s)
-    if not args.keep:
-        _harness.drop_database(url)
 
 
 def slowest_coups(rec, start, stop, n: int = 10) -> list[dict]:

@@ -1,6 +1,7 @@
 """Reports at scale: the year commission report, every grouping, at 1M, 10M
-and 100M coups, and the streamed detail CSV export of 1M coups (time, peak
-memory, size).
+and 100M coups; the report task a manager waits for (CSV, XLSX and PDF, by
+table and by gaming day, at 1M coups: `time_tasks`); and the streamed detail
+CSV export of 1M coups (time, peak memory, size).
 
     .venv/bin/python bench/bench_reports.py [--sizes 1000000,10000000]
                                             [--rollups-only 100000000]
@@ -417,6 +418,53 @@ def time_reports(repeat: int = 5, *, yardstick: bool = True) -> dict:
     return out
 
 
+def time_tasks(repeat: int = 3, *, groupings=("table", "gaming_day")) -> dict:
+    """The year's commission report as a manager gets it: the real task
+    (`report_request`, then `reports.build` run in this process, eagerly, as
+    a worker runs it: the data read, the stamp and its anchor, the file
+    written, hashed and renamed into place, the job marked done), for each
+    format. A warm process (a worker is one): each format is built once
+    before the timed runs. Wall time around the request and the job's own
+    started/finished times; the machine's load with each."""
+    from django.contrib.auth import get_user_model
+
+    from audit.reports.models import ReportJob
+    from audit.reports.services import report_request
+
+    manager = get_user_model().objects.get(username="bench-manager")
+    end = START + timedelta(days=DAYS - 1)
+    out: dict = {}
+
+    def build(group_by: str, fmt: str) -> tuple[float, ReportJob]:
+        t = time.perf_counter()
+        job = report_request(user=manager, kind="commission", format=fmt,
+                             from_day=START, to_day=end, group_by=group_by)
+        wall = time.perf_counter() - t
+        job.refresh_from_db()
+        if job.status != "done":
+            sys.exit(f"bench: the {fmt} report failed: {job.error}")
+        return wall, job
+
+    for fmt in ("csv", "xlsx", "pdf"):
+        build("table", fmt)  # warm: imports, fonts
+    for group_by in groupings:
+        for fmt in ("csv", "xlsx", "pdf"):
+            runs, loads = [], []
+            for _ in range(repeat):
+                wall, job = build(group_by, fmt)
+                runs.append(wall)
+                loads.append(round(os.getloadavg()[0], 2))
+            out[f"{group_by}/{fmt}"] = {
+                "median_s": round(statistics.median(runs), 3),
+                "max_s": round(max(runs), 3),
+                "task_s": round((job.finished_at - job.started_at).total_seconds(),
+                                3),
+                "rows": job.rows, "bytes": job.file_size, "load_avg_1m": loads,
+            }
+            print(f"  {group_by:10} {fmt:4} {out[f'{group_by}/{fmt}']}", flush=True)
+    return out
+
+
 def export_child(n_days: int) -> None:
     """Run in a fresh process so its peak RSS is the export's own. Alone on a
     filled database: `bench_reports.py --export-child 365` (as --reuse does
@@ -465,8 +513,16 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true",
                         help="With --reuse: rebuild the rollups from its coups "
                              "first (after a --rollups-only run).")
+    parser.add_argument("--tasks-at-every-size", action="store_true",
+                        help="Time the report task (CSV, XLSX, PDF) at every "
+                             "size, not only up to 1M coups.")
     args = parser.parse_args()
     url = _benchdb.configure()
+    # The reports' files and their stamps' anchors: the bench's own, not the
+    # checkout's var/ (whose anchors name rows of var/casino.sqlite3).
+    scratch = _benchdb.OUT_DIR / "reports-scratch"
+    os.environ["MEDIA_ROOT"] = str(scratch / "media")
+    os.environ["TRAIL_ANCHOR_DIR"] = str(scratch / "anchors")
     if args.export_child:
         export_child(args.export_child)
         return
@@ -477,6 +533,7 @@ def main() -> None:
         if args.rebuild:
             print(f"rollups rebuilt in {build_rollups():.1f} s")
         print(json.dumps(time_reports(), indent=2))
+        print(json.dumps({"tasks": time_tasks()}, indent=2))
         return
     _benchdb.recreate_database(url)
     t0, _, croupiers = setup_floor()
@@ -489,6 +546,8 @@ def main() -> None:
         rollups = build_rollups()
         entry = {"load_s": round(load, 1), "rollups_build_s": round(rollups, 1),
                  "report": time_reports()}
+        if size <= 1_000_000 or args.tasks_at_every_size:
+            entry["tasks"] = time_tasks()
         if size == 1_000_000:
             entry["export_1m"] = time_export(DAYS)
         results["sizes"][str(size)] = entry

@@ -43,6 +43,12 @@ ROUTES: dict[str, dict[str, str]] = {
     "password_reset_confirm": {"GET": PUBLIC},
     "password_reset_complete": {"GET": PUBLIC},
     "api-schema": {"GET": PUBLIC},
+    # operations (casino/health.py, audit/metrics.py): the load balancer's
+    # probe for anyone (no detail); the checks and /metrics for staff (and
+    # /metrics for whoever bears METRICS_TOKEN)
+    "health": {"GET": PUBLIC},
+    "health-details": {"GET": STAFF},
+    "metrics": {"GET": STAFF},
     "api-docs": {"GET": PUBLIC},
     # the casino's public signing keys: whoever checks its evidence
     "trail-keys": {"GET": PUBLIC},

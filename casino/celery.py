@@ -3,7 +3,14 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_init
+from celery.signals import (
+    beat_init,
+    celeryd_init,
+    task_postrun,
+    task_prerun,
+    worker_ready,
+    worker_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "casino.settings")
 
@@ -21,6 +28,37 @@ def _worker_limits(**kwargs) -> None:
     from .dbsession import use
 
     use("worker")
+
+
+@worker_ready.connect
+def _heartbeat_start(sender=None, **kwargs) -> None:
+    """The worker's heartbeat in Redis, read by the health check
+    (casino/health.py): from the main process, whatever its pool does."""
+    from .health import worker_heartbeat_start
+
+    worker_heartbeat_start(getattr(sender, "hostname", None) or "worker")
+
+
+@worker_shutdown.connect
+def _heartbeat_stop(**kwargs) -> None:
+    from .health import worker_heartbeat_stop
+
+    worker_heartbeat_stop()
+
+
+@task_prerun.connect
+def _task_logs(task_id=None, **kwargs) -> None:
+    """A task's log lines carry its id as their request_id (casino/logs.py)."""
+    from .logs import task_context_start
+
+    task_context_start(task_id)
+
+
+@task_postrun.connect
+def _task_logs_end(task_id=None, **kwargs) -> None:
+    from .logs import task_context_end
+
+    task_context_end(task_id)
 
 # A web request that sends a task (a report, a re-audit) must answer at once:
 # with Redis unreachable, 503 and the job kept queued for the sweep

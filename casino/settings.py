@@ -194,6 +194,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A request id, user and table on every log line, one line per request
+    # (casino/logs.py); the coup request's latency for /metrics.
+    "casino.logs.RequestContextMiddleware",
+    "casino.metrics.CoupTimingMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # A NUL byte in a query or form value: 400 naming it, before any view
     # (PostgreSQL refuses it: a 500 otherwise). casino/nul.py.
@@ -426,6 +430,30 @@ if not 0 <= FLOOR_SHARE_SECONDS <= 60:
         "Environment variable FLOOR_SHARE_SECONDS: seconds from 0 to 60"
     )
 
+# Operations (casino/health.py, casino/metrics.py, casino/logs.py).
+# A Celery worker writes a heartbeat to Redis this often; the health check
+# calls the workers gone after three missed beats.
+WORKER_HEARTBEAT_SECONDS = _read("WORKER_HEARTBEAT_SECONDS", env.int, default=10)
+if not 1 <= WORKER_HEARTBEAT_SECONDS <= 300:
+    raise ImproperlyConfigured(
+        "Environment variable WORKER_HEARTBEAT_SECONDS: seconds from 1 to 300"
+    )
+# The nightly ledger check (the gaming-day close) runs once a day per cut-off:
+# older than this, the health check fails.
+LEDGER_CHECK_MAX_HOURS = _read("LEDGER_CHECK_MAX_HOURS", env.int, default=26)
+if not 1 <= LEDGER_CHECK_MAX_HOURS <= 24 * 14:
+    raise ImproperlyConfigured(
+        "Environment variable LEDGER_CHECK_MAX_HOURS: hours from 1 to 336"
+    )
+# /metrics answers a request bearing this token (Authorization: Bearer ...),
+# or a signed-in staff user; empty: staff only.
+METRICS_TOKEN = _read("METRICS_TOKEN", env.str, default="")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured(
+        "Environment variable METRICS_TOKEN: at least 16 characters "
+        "(e.g. `openssl rand -hex 16`)"
+    )
+
 REDIS_URL = _read("REDIS_URL", env.str, default="")
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(
@@ -655,6 +683,10 @@ SPECTACULAR_SETTINGS = {
 # Uploads and bodies: a coup is a few hundred bytes; refuse absurd bodies early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
+# A load balancer's probe and Prometheus talk to each node directly, in plain
+# HTTP on the internal network: a redirect to https would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^health/$", r"^metrics$"]
+
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
@@ -664,12 +696,37 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+# Logs (casino/logs.py): plain text by default (`make run`), one JSON object
+# per line for a collector with LOG_FORMAT=json (production). Either way every
+# line carries the request's id, user and table, and is scrubbed of secrets.
+LOG_FORMAT = _read("LOG_FORMAT", env.str, default="text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured("Environment variable LOG_FORMAT: text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"context": {"()": "casino.logs.ContextFilter"}},
+    "formatters": {
+        "text": {
+            "()": "casino.logs.RedactingFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s%(context)s: %(message)s",
+        },
+        "json": {"()": "casino.logs.RedactingJsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            "formatter": LOG_FORMAT,
+        }
+    },
     "root": {
         "handlers": ["console"],
         "level": _read("LOG_LEVEL", env.str, default="INFO"),
     },
+    # the PDF's font subsetting says a line per table of the font at INFO
+    "loggers": {"fontTools": {"level": "WARNING"}},
 }
+# With JSON, a Celery worker keeps these handlers (and so the JSON lines)
+# instead of putting its own on the root logger.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = LOG_FORMAT != "json"

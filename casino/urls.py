@@ -4,6 +4,7 @@ from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from casino.api import IdConverter
+from casino.health import health, health_details
 from casino.tokens import TokenRevokeView
 from casino.views import trail_keys
 
@@ -16,6 +17,11 @@ handler404 = "casino.api.not_found"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # operations: a load balancer's probe, monitoring (casino/health.py,
+    # audit/metrics.py)
+    path("health/", health, name="health"),
+    path("health/details/", health_details, name="health-details"),
+    path("", include("audit.metrics_urls")),  # /metrics
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(

@@ -81,13 +81,14 @@ def test_floor_queue_flag_and_correction(page, live_server, night, pitboss,
 
     page.get_by_role("link", name="Review queue").click()
     page.wait_for_load_state()
-    assert page.get_by_role("link", name=re.compile("^false draw$", re.I)).first.is_visible()
+    false_draw = re.compile("^false draw$", re.I)
+    assert page.get_by_role("link", name=false_draw).first.is_visible()
     screenshot("queue")
     page.get_by_label("Finding").select_option("false_draw")
     page.get_by_label("Side").select_option("banker")
     page.get_by_role("button", name="Filter").click()
     page.wait_for_load_state()
-    page.get_by_role("link", name=re.compile("^false draw$", re.I)).first.click()
+    page.get_by_role("link", name=false_draw).first.click()
     page.wait_for_load_state()
     assert page.locator("td.hit").count() == 1  # the tableau cell in question
     assert page.get_by_text(re.compile("Drawing in an S cell")).first.is_visible()
