@@ -1,8 +1,9 @@
 /* The coup-entry screen: stakes on the table map, the card pad, live
  * guidance from the table's own tableau, and a queue that never loses a coup.
  *
- * ES modules, served as they are (no build step), one concern each; the
- * imports run downward only (coup.js at the top, state.js at the bottom):
+ * ES modules, served as they are (no build step), one concern each; a
+ * module imports only the ones below it here (tests/tablet/test_modules.py
+ * LAYERS, README "Layout"):
  *
  *   coup.js     this file: wires the page's buttons and keys, starts it
  *   keys.js     the USB keypad
@@ -22,12 +23,12 @@
  * The page loads this file with <script type="module"> after pad.js (a
  * classic script: the floor's correction page shares it). Every module
  * is in the service worker's list (tables/tablet/coup.py ASSETS), so the
- * screen reloads while the Wi-Fi is down; tests/tablet/test_modules.py
- * holds the list to the imports.
+ * screen reloads while the Wi-Fi is down; the same test holds the list to
+ * the imports.
  */
 import * as C from "./chemmy.js";
 import { cancelAccept, openAccept, sendAccept } from "./coup/accept.js";
-import { sendNextTo, tapRank, tapSuit, undo, clearCards } from "./coup/cards.js";
+import { clearCards, sendNextTo, tapRank, tapSuit, undo } from "./coup/cards.js";
 import { $, armLock, hideAlert, isLockArmed, showAlert } from "./coup/dom.js";
 import { keypad } from "./coup/keys.js";
 import { adoptOwnEntries, derive, isMine, mine, queue } from "./coup/queue.js";
