@@ -18,6 +18,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.utils.translation import gettext_lazy as _
 
 from casino.models import ChangeLog
 from tables.chemmy import punter_action
@@ -31,32 +32,38 @@ SEVERITY_ORDER = Case(
     output_field=IntegerField(),
 )
 FILTERS = ("table", "code", "side", "croupier", "gaming_day", "status", "severity")
-# docs/rules.md, quoted on the flag's page (what the pit boss checks against).
+# docs/rules.md, quoted on a flag's page, in the reader's language (issue
+# 24, item 8: a finding's name in words, never its code).
 RULE_QUOTES = {
-    "false_draw": "Drawing in an S cell or standing in a D cell is a false_draw "
-    "by the banker. Standing on 0–4 or drawing on 6–7 is a false_draw by the "
-    "punter.",
-    "draw_after_natural": "A third card dealt to either side after a natural is a "
-    "draw_after_natural finding; that card does not count in the totals.",
-    "deal_below_seven": "A coup may only begin with at least 7 cards left in the "
-    "shoe; a coup begun with fewer is a deal_below_seven finding.",
-    "card_count_exceeded": "A card code seen more than `decks` times in one shoe "
-    "is a card_count_exceeded finding (a mis-keyed card or a foreign card).",
-    "shoe_count": "At a shoe's close the cards dealt, burned and counted left "
-    "must make 52 × decks; any other total is a shoe_count finding: cards "
-    "missing from the shoe or added to it.",
-    "bank_mismatch": "The bank the croupier declared differs from the "
-    "carried-forward bank.",
-    "cagnotte_variance": "The counted cagnotte at closing differs from the "
-    "computed commission.",
-    "turn_structure": "A correction changed who won; the turn structure as "
-    "recorded stands and money is re-computed along it. Check how the bank "
-    "really went on.",
-    "ledger_mismatch": "The nightly re-settlement (manage.py verify_ledger) "
-    "settled the coups again from their cards, stakes and house rules: this "
-    "stored value is not what they give. The application never writes such a "
-    "row: it was changed outside it, or written wrong. Check the change log "
-    "(verify_trail) and the table's paper record.",
+    "false_draw": _("Drawing in an S cell or standing in a D cell is a false draw "
+                    "by the banker. Standing on 0–4 or drawing on 6–7 is a false "
+                    "draw by the punter."),
+    "house_choice": _("An optional cell (the punter's 5, the banker's O cells) that "
+                      "the house rules prescribe, played the other way, is a "
+                      "finding: the house rule was not followed."),
+    "draw_after_natural": _("A third card dealt to either side after a natural is "
+                            "a finding; that card does not count in the totals."),
+    "deal_below_seven": _("A coup may only begin with at least 7 cards left in the "
+                          "shoe; a coup begun with fewer is a finding."),
+    "card_count_exceeded": _("A card seen more times in one shoe than the shoe has "
+                             "decks is a finding (a mis-keyed card or a foreign "
+                             "card)."),
+    "shoe_count": _("At a shoe's close the cards dealt, burned and counted left "
+                    "must make 52 × decks; any other total is a finding: cards "
+                    "missing from the shoe or added to it."),
+    "bank_mismatch": _("The bank the croupier declared differs from the "
+                       "carried-forward bank."),
+    "cagnotte_variance": _("The counted cagnotte at closing differs from the "
+                           "computed commission."),
+    "turn_structure": _("A correction changed who won; the turn structure as "
+                        "recorded stands and money is re-computed along it. Check "
+                        "how the bank really went on."),
+    "ledger_mismatch": _("The nightly re-settlement (manage.py verify_ledger) "
+                         "settled the coups again from their cards, stakes and "
+                         "house rules: this stored value is not what they give. "
+                         "The application never writes such a row: it was changed "
+                         "outside it, or written wrong. Check the change log "
+                         "(verify_trail) and the table's paper record."),
 }
 COLUMNS = ["stood"] + [str(v) for v in range(10)]
 

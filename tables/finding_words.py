@@ -13,8 +13,11 @@ this module does not know is shown as stored.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from .cards import card_label
 
@@ -114,26 +117,135 @@ def _after_natural(side: str, d: Mapping, coup) -> str | None:
     return text.format(card=card_label(str(d.get("card", ""))), total=total)
 
 
+def _amount(value) -> str:
+    """An amount as the tablet shows one (its money() in coup.js): grouped,
+    in the reader's language, cents only when there are any."""
+    d = Decimal(str(value))
+    return number_format(d, decimal_pos=0 if d == d.to_integral_value() else 2,
+                         use_l10n=True, force_grouping=True)
+
+
+def _bank_mismatch(d: Mapping) -> str:
+    return _(
+        "The croupier declared a bank of {declared}; the bank carried forward "
+        "is {carried}."
+    ).format(declared=_amount(d["declared_bank"]),
+             carried=_amount(d["carried_forward"]))
+
+
+def _cagnotte_variance(d: Mapping) -> str:
+    return _(
+        "The cagnotte counted {counted}; the commission computed is {computed}."
+    ).format(counted=_amount(d["counted"]), computed=_amount(d["computed"]))
+
+
+def _below_seven(d: Mapping) -> str:
+    left = int(d["cards_left"])
+    return ngettext(
+        "The coup began with {left} card left in the shoe; at least 7 are "
+        "required.",
+        "The coup began with {left} cards left in the shoe; at least 7 are "
+        "required.",
+        left,
+    ).format(left=left)
+
+
+def _card_count(d: Mapping) -> str:
+    return _(
+        "{card} has been seen {count} times in a {decks}-deck shoe: at most "
+        "{decks} can be in it."
+    ).format(card=card_label(str(d["card"])), count=d["count"], decks=d["decks"])
+
+
+def _shoe_count(d: Mapping) -> str:
+    difference = int(d["difference"])
+    text = (
+        _(
+            "The shoe holds {expected} cards; {dealt} dealt, {burned} burned and "
+            "{left} counted left make {total}: {n} more."
+        )
+        if difference > 0
+        else _(
+            "The shoe holds {expected} cards; {dealt} dealt, {burned} burned and "
+            "{left} counted left make {total}: {n} fewer."
+        )
+    )
+    dealt, burned, left = int(d["dealt"]), int(d["burned"]), int(d["left"])
+    return text.format(expected=d["expected"], dealt=dealt, burned=burned, left=left,
+                       total=dealt + burned + left, n=abs(difference))
+
+
+# code -> the sentence, from the finding's detail alone
+_BY_DETAIL = {
+    "bank_mismatch": _bank_mismatch,
+    "cagnotte_variance": _cagnotte_variance,
+    "deal_below_seven": _below_seven,
+    "card_count_exceeded": _card_count,
+    "shoe_count": _shoe_count,
+}
+
+
 def finding_text(finding, coup=None) -> str:
-    """The finding (a Finding row) in the active language; `coup`, the
-    revision it belongs to, gives a natural's total."""
+    """The finding (a Finding or ShoeFinding row) in the active language;
+    `coup`, the revision it belongs to, gives a natural's total."""
     detail = finding.detail or {}
+    side = getattr(finding, "side", "")
     text = None
     try:
         if finding.code == "false_draw":
-            text = _false_draw(finding.side, detail)
+            text = _false_draw(side, detail)
         elif finding.code == "house_choice":
-            text = _house_choice(finding.side, detail)
+            text = _house_choice(side, detail)
         elif finding.code == "draw_after_natural":
-            text = _after_natural(finding.side, detail, coup)
-    except (KeyError, TypeError, ValueError):  # an older detail's shape
+            text = _after_natural(side, detail, coup)
+        elif finding.code in _BY_DETAIL:
+            text = _BY_DETAIL[finding.code](detail)
+    except (KeyError, TypeError, ValueError, ArithmeticError):  # an older shape
         text = None
     return text or finding.message
+
+
+# A finding's code as a person reads it (the queue, the flag page, the
+# tablet, the reports); the code itself stays where a machine reads it (the
+# API, a CSV's code column). docs/rules.md, "Findings".
+CODE_WORDS = {
+    "false_draw": gettext_lazy("false draw"),
+    "house_choice": gettext_lazy("house rule not followed"),
+    "draw_after_natural": gettext_lazy("card after a natural"),
+    "deal_below_seven": gettext_lazy("below 7 cards"),
+    "card_count_exceeded": gettext_lazy("card seen too often"),
+    "shoe_count": gettext_lazy("shoe count differs"),
+    "bank_mismatch": gettext_lazy("bank mismatch"),
+    "cagnotte_variance": gettext_lazy("cagnotte variance"),
+}
+SEVERITY_WORDS = {
+    "warning": pgettext_lazy("severity", "warning"),
+    "critical": pgettext_lazy("severity", "critical"),
+}
+
+
+def code_word(code: str) -> str:
+    """"false_draw" -> "false draw" ("faux tirage"); a code this table does
+    not know, with its underscores as spaces."""
+    word = CODE_WORDS.get(code)
+    return str(word) if word is not None else str(code).replace("_", " ")
+
+
+def severity_word(value: str) -> str:
+    word = SEVERITY_WORDS.get(value)
+    return str(word) if word is not None else str(value)
 
 
 def side_word(value: str) -> str:
     """A stored side ("punter", "banker", a natural's) as a word."""
     words = {"punter": _("punter"), "banker": _("banker")}
+    return words.get(value, value)
+
+
+def rule_word(value: str) -> str:
+    """What a rule requires or the tableau's letter ("draw", "D"...) as words."""
+    words = {"draw": _("draw"), "stand": _("stand"), "D": _("must draw"),
+             "S": _("must stand"), "O": _("may choose")}
     return words.get(value, value)
 
 

@@ -162,7 +162,7 @@ def test_the_floor_session_page_shows_the_count(client, pitboss, croupier, shoe,
     client.force_login(pitboss)
     page = client.get(f"/floor/sessions/{shoe.session_id}/").content.decode()
     assert 'id="shoes"' in page
-    assert "299" in page and "shoe_count -4" in page
+    assert "299" in page and "shoe count differs -4" in page
 
 
 def test_the_pit_boss_sees_it_in_the_queue_and_decides_it(

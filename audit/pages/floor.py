@@ -27,6 +27,7 @@ from tables.models import Table
 from tables.services.holds import held_shoes
 
 from .. import selectors, services, stats
+from ..flag_words import option_word
 from ..forms import CroupierForm, QueueForm, StatsForm
 from .sessions import hand_over_refusal
 from .shared import shared
@@ -119,7 +120,7 @@ def queue(request):
         counts = selectors.flag_counts(f)
         return render_to_string("audit/_queue_body.html", {
             "page": page, "total": counts.pop("total")[0]["count"],
-            "filters": [(name, _options(options, d.get(name)))
+            "filters": [(name, _options(options, d.get(name), name))
                         for name, options in counts.items()],
             "query": query})
 
@@ -128,14 +129,16 @@ def queue(request):
         "body": shared("queue", build, f"{sorted(kept.items())}|{page_number}")})
 
 
-def _options(options: list[dict], chosen) -> SafeString:
-    """A filter's <option>s, "value (count)" each, the chosen one selected:
+def _options(options: list[dict], chosen, name: str = "") -> SafeString:
+    """A filter's <option>s, "label (count)" each, the chosen one selected:
     joined here, not in the template (hundreds of tables and days; the
-    template's loop was half the queue's rendering)."""
+    template's loop was half the queue's rendering). A code (finding, side,
+    status, severity) is labelled in words; its value stays the code."""
     chosen = None if chosen is None else str(chosen)
     return format_html_join("", '<option value="{}"{}>{} ({})</option>', (
-        (o["value"], SELECTED if chosen == str(o["value"]) else "", o["label"],
-         o["count"]) for o in options))
+        (o["value"], SELECTED if chosen == str(o["value"]) else "",
+         option_word(name, o["value"]) or o["label"], o["count"])
+        for o in options))
 
 
 SELECTED = mark_safe(" selected")

@@ -19,10 +19,11 @@ from casino.roles import has_capability
 from tables.api.views import device_of
 from tables.chemmy import cell_key
 from tables.errors import ServiceError
-from tables.models import HouseRules, Shoe, Table
+from tables.finding_words import code_word
+from tables.models import HouseRules, Shoe, Table, TableauVersion
 from tables.services.floor import gaming_day_for
 from tables.services.holds import shoe_release
-from tables.services.house import house_rules_change, rules_in_force
+from tables.services.house import house_rules_change, rules_dict, rules_in_force
 
 CHOICE_FIELDS = ("commission_rounding", "tie_rule", "cover_rule", "punter_five",
                  "false_draw_sanction")
@@ -40,15 +41,6 @@ HOLD_WARNINGS = {
     "draw_after_natural": gettext_lazy("a third card dealt after a natural"),
     "deal_below_seven": gettext_lazy("a coup begun with fewer than 7 cards in the "
                                      "shoe"),
-}
-
-
-# ... and as the versions column says them, in short
-HOLD_WARNINGS_SHORT = {
-    "false_draw": gettext_lazy("false draw"),
-    "house_choice": gettext_lazy("house choice"),
-    "draw_after_natural": gettext_lazy("card after a natural"),
-    "deal_below_seven": gettext_lazy("below 7 cards"),
 }
 
 
@@ -97,19 +89,109 @@ def _versions(table: Table) -> list[dict]:
         if isinstance(log.new, dict)
     }
     return [{"rules": r, "reason": reasons.get(r.version, ""),
-             "holds": [HOLD_WARNINGS_SHORT.get(c, c) for c in r.hold_warnings or ()]}
+             "lines": _rules_lines(r),
+             "from": (_("from %(day)s") % {"day": r.effective_from.isoformat()}
+                      if r.effective_from else _("from the table's next session"))}
             for r in rows]
 
 
-def _page(request, table: Table, *, values=None, error=None, status=200):
+def _rules_lines(r: HouseRules) -> list[tuple[str, str]]:
+    """A version's rules as the versions column lists them: one (name, value)
+    a line, in words (issue 24, item 4: the column read as one crammed run)."""
+    commission = _("%(rate)s, rounded to %(unit)s %(rounding)s") % {
+        "rate": r.commission_rate, "unit": r.commission_unit,
+        "rounding": r.get_commission_rounding_display()}
+    lines = [
+        (_("Commission"), commission),
+        (_("Decks"), str(r.decks)),
+        (_("Minimum banco"), str(r.minimum_banco)),
+    ]
+    if r.maximum_bank is not None:
+        lines.append((_("Maximum bank"), str(r.maximum_bank)))
+    lines += [
+        (_("Cover"), r.get_cover_rule_display()),
+        (_("On a tie"), r.get_tie_rule_display()),
+        (_("Tableau"), r.tableau.version),
+    ]
+    if r.punter_five != HouseRules.Choice.FREE:
+        lines.append((_("The punter on 5"), r.get_punter_five_display()))
+    for key, value in (r.banker_prescriptions or {}).items():
+        total, _slash, third = key.partition("/")
+        where = (_("The banker on %(b)s, the punter standing") % {"b": total}
+                 if third == "stood" else
+                 _("The banker on %(b)s against a %(t)s") % {"b": total, "t": third})
+        lines.append((where, str(dict(HouseRules.Choice.choices).get(value, value))))
+    if r.hold_on_error:
+        holds = ", ".join(code_word(c) for c in r.hold_warnings or ())
+        lines.append((_("Hold on error"), _("critical findings") + (
+            ", " + holds if holds else "")))
+    if r.false_draw_sanction != HouseRules.Sanction.NONE:
+        lines.append((_("False-draw sanction"), r.get_false_draw_sanction_display()))
+    lines.append((_("Gaming day from"), f"{r.gaming_day_cutoff}:00"))
+    return lines
+
+
+# The form's fields as its labels name them: an error says the field in words
+# (issue 24, item 4), in the reader's language.
+FIELD_LABELS = {
+    "commission_rate": gettext_lazy("Commission rate"),
+    "commission_unit": gettext_lazy("Rounded to"),
+    "commission_rounding": gettext_lazy("Rounding"),
+    "minimum_banco": gettext_lazy("Minimum banco"),
+    "maximum_bank": gettext_lazy("Maximum bank (empty: none)"),
+    "cover_rule": gettext_lazy("A stake larger than what is left of the bank"),
+    "tie_rule": gettext_lazy("On a tie"),
+    "decks": gettext_lazy("Decks"),
+    "punter_five": gettext_lazy("The punter on 5"),
+    "banker_prescriptions": gettext_lazy("The banker's optional cells"),
+    "hold_on_error": gettext_lazy("Hold on error"),
+    "hold_warnings": gettext_lazy("With hold on error, these warnings stop play "
+                                  "too"),
+    "false_draw_sanction": gettext_lazy("False-draw sanction"),
+    "gaming_day_cutoff": gettext_lazy("The gaming day starts at (hour)"),
+    "tableau_version": gettext_lazy("Tableau"),
+    "effective_from": gettext_lazy("From (empty: the next session)"),
+    "reason": gettext_lazy("Reason"),
+}
+
+
+def _shown(latest: HouseRules, post) -> dict:
+    """What each field of the form shows: the manager's submitted values after
+    a refusal (nothing he chose is lost, issue 24 item 4), else the latest
+    version's (and no day, no reason: those are the new version's own)."""
+    current = {k: "" if v is None else str(v) for k, v in rules_dict(latest).items()}
+    current.update(tableau_version=latest.tableau.version, effective_from="",
+                   reason="")
+    shown = {name: post[name] if post is not None and name in post else current[name]
+             for name in (*CHOICE_FIELDS, *TEXT_FIELDS, "effective_from", "reason")}
+    if post is None:
+        shown["hold_on_error"] = latest.hold_on_error
+        shown["hold_warnings"] = set(latest.hold_warnings or ())
+    else:  # a box left unticked is absent from the form's post
+        shown["hold_on_error"] = post.get("hold_on_error") == "on"
+        shown["hold_warnings"] = (set(post.getlist("hold_warnings"))
+                                  if "hold_warnings_shown" in post
+                                  else set(latest.hold_warnings or ()))
+    return shown
+
+
+def _page(request, table: Table, *, post=None, error=None, status=200):
     latest = table.rules
+    shown = _shown(latest, post)
+    cells = optional_cells(latest)
+    if post is not None:
+        for cell in cells:
+            cell["value"] = post.get(f"cell:{cell['key']}", cell["value"])
+    tableaux = list(TableauVersion.objects.order_by("created_at", "id")
+                    .values_list("version", "description"))
     return render(request, "audit/table_rules.html", {
         "table": table, "latest": latest, "in_force": _in_force(table),
-        "versions": _versions(table), "cells": optional_cells(latest),
-        "values": values or {}, "error": error,
+        "versions": _versions(table), "cells": cells,
+        "values": shown, "error": error,
+        "error_label": FIELD_LABELS.get(error.field, error.field) if error else "",
+        "tableaux": tableaux,
         "hold_warnings": [
-            {"code": code, "label": label,
-             "checked": code in (latest.hold_warnings or ())}
+            {"code": code, "label": label, "checked": code in shown["hold_warnings"]}
             for code, label in HOLD_WARNINGS.items()
         ],
         "choices": {
@@ -139,7 +221,7 @@ def table_rules(request, pk: int):
             reason=post.get("reason", ""),
             effective_from=_day(effective) if effective else None, **changes)
     except ServiceError as exc:
-        return _page(request, table, values=post, error=exc, status=exc.status)
+        return _page(request, table, post=post, error=exc, status=exc.status)
     when = (_("from %(day)s") % {"day": rules.effective_from} if rules.effective_from
             else _("from the table's next session"))
     messages.success(request, _("Version %(v)s of %(table)s's house rules, in force "
@@ -153,6 +235,9 @@ def _day(text: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise ServiceError("effective_from", _("a date such as 2027-01-31")) from None
+
+
+AMOUNT_EXAMPLES = {"commission_rate": "0.05", "commission_unit": "0.10"}
 
 
 def _changes(post, current: HouseRules) -> dict:
@@ -180,7 +265,8 @@ def _changes(post, current: HouseRules) -> dict:
             try:
                 out[name] = Decimal(raw)
             except InvalidOperation:
-                raise ServiceError(name, _("an amount such as 0.05")) from None
+                raise ServiceError(name, _("an amount such as %(example)s") % {
+                    "example": AMOUNT_EXAMPLES.get(name, "100.00")}) from None
     out["hold_on_error"] = post.get("hold_on_error") == "on"
     if "hold_warnings_shown" in post:  # the form's boxes, ticked or not
         out["hold_warnings"] = post.getlist("hold_warnings") or None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from casino.access import route_page
@@ -78,7 +79,7 @@ def flag_confirm(request, pk: int):
     except ServiceError as exc:
         return _flag_page(request, flag, confirm=form, error=exc,
                           status=_error_status(exc))
-    messages.success(request, f"Flag {flag.pk} confirmed.")
+    messages.success(request, _("Flag %(n)s confirmed.") % {"n": flag.pk})
     return redirect("floor:flag", flag.pk)
 
 
@@ -95,7 +96,7 @@ def flag_dismiss(request, pk: int):
     except ServiceError as exc:
         return _flag_page(request, flag, dismiss=form, error=exc,
                           status=_error_status(exc))
-    messages.success(request, f"Flag {flag.pk} dismissed.")
+    messages.success(request, _("Flag %(n)s dismissed.") % {"n": flag.pk})
     return redirect("floor:flag", flag.pk)
 
 

@@ -15,8 +15,9 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db.models import Case, Count, F, IntegerField, When
-from django.utils import timezone
+from django.utils import timezone, translation
 
+from tables.finding_words import code_word, severity_word, side_word
 from tables.models import Finding
 from tables.rollups import current_coups
 
@@ -110,6 +111,19 @@ def rules_text(rule: dict) -> str:
     )
 
 
+# The language reports are written in (their titles, headers and stamps are
+# English): a finding's words follow it, whoever asked for the report and in
+# whatever language his page was (an eager build runs in his request).
+REPORT_LANGUAGE = "en"
+
+
+def findings_header(code: str) -> str:
+    """A commission report's column of one finding's counts: "false draws"
+    rather than "false_draw"."""
+    with translation.override(REPORT_LANGUAGE):
+        return f"{code_word(code)} (findings)"
+
+
 def commission_document(*, params: dict, user) -> Document:
     report = commission_report(
         from_day=date.fromisoformat(params["from_day"]),
@@ -125,7 +139,7 @@ def commission_document(*, params: dict, user) -> Document:
         Column("cagnotte counted", MONEY), Column("cagnotte variance", MONEY),
         Column("expected commission", MONEY), Column("95% low", MONEY),
         Column("95% high", MONEY), Column("z", DECIMAL), Column("outside band", FLAG),
-    ] + [Column(code, INT) for code in codes]
+    ] + [Column(findings_header(code), INT) for code in codes]
 
     def line(r) -> list:
         return [
@@ -171,18 +185,24 @@ def findings_document(*, params: dict, user) -> Document:
         .order_by("coup__shoe__session__table__name", "coup__entered_by__username",
                   "seat", "code")
     )
+    # Words where a person reads; the code in a column of its own, last, for
+    # a machine that filters (README, "Reports").
     columns = [Column("table"), Column("croupier"), Column("player seat", INT),
-               Column("side"), Column("code"), Column("severity"),
-               Column("findings", INT)]
-    body = [[r["coup__shoe__session__table__name"], r["coup__entered_by__username"],
-             r["seat"], r["side"], r["code"], r["severity"], r["n"]] for r in rows]
-    by_code: dict[str, int] = {}
-    for r in body:
-        by_code[r[4]] = by_code.get(r[4], 0) + r[6]
-    main = Sheet("Findings", columns, body,
-                 ["Total", "", None, "", "", "", sum(by_code.values())])
-    codes = Sheet("By code", [Column("code"), Column("findings", INT)],
-                  [[c, n] for c, n in sorted(by_code.items())])
+               Column("side"), Column("finding"), Column("severity"),
+               Column("findings", INT), Column("code")]
+    with translation.override(REPORT_LANGUAGE):
+        body = [[r["coup__shoe__session__table__name"],
+                 r["coup__entered_by__username"], r["seat"], side_word(r["side"]),
+                 code_word(r["code"]), severity_word(r["severity"]), r["n"],
+                 r["code"]] for r in rows]
+        by_code: dict[str, int] = {}
+        for r in body:
+            by_code[r[7]] = by_code.get(r[7], 0) + r[6]
+        main = Sheet("Findings", columns, body,
+                     ["Total", "", None, "", "", "", sum(by_code.values()), ""])
+        codes = Sheet("By finding",
+                      [Column("finding"), Column("findings", INT), Column("code")],
+                      [[code_word(c), n, c] for c, n in sorted(by_code.items())])
     from .selectors import rules_of_period
 
     # every version the period's coups were played under, with its coups

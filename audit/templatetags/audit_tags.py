@@ -81,3 +81,67 @@ def floor_card(r: dict) -> str:
             _CARDS.clear()
         _CARDS[key] = html
     return html  # already escaped: a SafeString from the template
+
+
+# A flag in words (audit/flag_words.py): {{ f|flag_code }}, {{ f.status|status_word }}
+@register.filter
+def flag_code(flag) -> str:
+    from ..flag_words import code_word
+
+    return code_word(flag.code, flag.kind)
+
+
+@register.filter
+def flag_text(flag) -> str:
+    from ..flag_words import flag_text as text
+
+    return text(flag)
+
+
+@register.filter
+def severity_word(value) -> str:
+    from tables.finding_words import severity_word as word
+
+    return word(value)
+
+
+@register.filter
+def status_word(value) -> str:
+    from ..flag_words import status_word as word
+
+    return word(value)
+
+
+@register.filter
+def kind_word(value) -> str:
+    from ..flag_words import kind_word as word
+
+    return word(value)
+
+
+@register.filter
+def event_word(value) -> str:
+    from ..flag_words import event_word as word
+
+    return word(value)
+
+
+@register.filter
+def filter_word(value) -> str:
+    from ..flag_words import filter_word as word
+
+    return word(value)
+
+
+@register.filter
+def sanction_word(value) -> str:
+    from ..flag_words import sanction_word as word
+
+    return word(value)
+
+
+@register.filter
+def rule_word(value) -> str:
+    from tables.finding_words import rule_word as word
+
+    return word(value)

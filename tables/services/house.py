@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from casino.changelog import log_action
 from casino.continuity import guard, seal_check
@@ -56,10 +57,10 @@ def house_rules_change(
     its value; a bad value is refused naming the rule and nothing is written."""
     unknown = set(changes) - set(RULES)
     if unknown:
-        raise Invalid(sorted(unknown)[0], "is not a house rule")
+        raise Invalid(sorted(unknown)[0], _("is not a house rule"))
     reason = (reason or "").strip()
     if not reason:
-        raise Invalid("reason", "a change of house rules needs a reason")
+        raise Invalid("reason", _("a change of house rules needs a reason"))
     with guard(user=user, device=device):
         table = Table.objects.select_for_update().get(pk=table.pk)
         current = table.rules
@@ -82,7 +83,9 @@ def house_rules_change(
             tableau = TableauVersion.objects.get(version=tableau_name)
         except TableauVersion.DoesNotExist:
             raise Invalid(
-                "tableau_version", f"unknown tableau {tableau_name!r}"
+                "tableau_version",
+                _("there is no tableau named “%(name)s”: choose one of the "
+                  "tableaux on file") % {"name": tableau_name},
             ) from None
         seal_check(tableau)  # a version written through the app, never by hand
         values = validate_rules(values, tableau)
@@ -115,13 +118,14 @@ def _check_effective_from(table: Table, day: date, cutoff: int) -> None:
     from .facts import gaming_day_for
 
     if not isinstance(day, date):
-        raise Invalid("effective_from", "must be a date")
+        raise Invalid("effective_from", _("must be a date"))
     today = gaming_day_for(timezone.now(), cutoff)
     if day < today:
         raise Invalid(
             "effective_from",
-            f"{day} is before the current gaming day ({today}): house rules are "
-            "never changed for coups already played",
+            _("%(day)s is before the current gaming day (%(today)s): house rules "
+              "are never changed for coups already played")
+            % {"day": day, "today": today},
         )
 
 
@@ -139,50 +143,57 @@ def rules_in_force(table: Table, gaming_day: date) -> HouseRules | None:
 
 def _decimal(value: object, field: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (Decimal, int, str)):
-        raise Invalid(field, "must be a decimal amount")
+        raise Invalid(field, _("must be a decimal amount"))
     try:
         d = Decimal(value)
     except InvalidOperation:
-        raise Invalid(field, f"{value!r} is not a decimal amount") from None
+        raise Invalid(
+            field, _("“%(value)s” is not a decimal amount") % {"value": value}
+        ) from None
     if not d.is_finite():
-        raise Invalid(field, "must be a finite amount")
+        raise Invalid(field, _("must be a finite amount"))
     return d
 
 
 def _choice(values: dict, field: str, choices) -> None:
     if values[field] not in choices.values:
-        raise Invalid(field, "must be one of " + ", ".join(choices.values))
+        raise Invalid(
+            field,
+            _("must be one of %(choices)s") % {"choices": ", ".join(choices.values)},
+        )
 
 
 def validate_rules(values: dict, tableau: TableauVersion) -> dict:
     """Check every rule; the first bad one is refused naming it."""
     decks = values["decks"]
     if isinstance(decks, bool) or not isinstance(decks, int) or not 1 <= decks <= 8:
-        raise Invalid("decks", "must be a whole number between 1 and 8")
+        raise Invalid("decks", _("must be a whole number between 1 and 8"))
     rate = _decimal(values["commission_rate"], "commission_rate")
     if not Decimal("0") <= rate <= Decimal("0.5"):
-        raise Invalid("commission_rate", "must be between 0 and 0.5")
+        raise Invalid("commission_rate", _("must be between 0 and 0.5"))
     if rate.as_tuple().exponent < -4:
-        raise Invalid("commission_rate", "at most 4 decimal places")
+        raise Invalid("commission_rate", _("at most 4 decimal places"))
     unit = _decimal(values["commission_unit"], "commission_unit")
     if unit <= 0 or unit.quantize(Decimal("0.01")) != unit:
-        raise Invalid("commission_unit", "must be a positive multiple of 0.01")
+        raise Invalid("commission_unit", _("must be a positive multiple of 0.01"))
     if unit > Decimal("1000"):
-        raise Invalid("commission_unit", "must be at most 1000")
+        raise Invalid("commission_unit", _("must be at most 1000"))
     _choice(values, "commission_rounding", HouseRules.Rounding)
     minimum = _decimal(values["minimum_banco"], "minimum_banco")
     if minimum <= 0 or minimum.as_tuple().exponent < -2:
         raise Invalid(
-            "minimum_banco", "must be a positive amount with at most 2 places"
+            "minimum_banco", _("must be a positive amount with at most 2 places")
         )
     maximum = values["maximum_bank"]
     if maximum is not None:
         maximum = _decimal(maximum, "maximum_bank")
         if maximum.as_tuple().exponent < -2:
-            raise Invalid("maximum_bank", "at most 2 decimal places")
+            raise Invalid("maximum_bank", _("at most 2 decimal places"))
         if maximum < minimum:
             raise Invalid(
-                "maximum_bank", f"must be at least the minimum banco ({minimum})"
+                "maximum_bank",
+                _("must be at least the minimum banco (%(minimum)s)")
+                % {"minimum": minimum},
             )
     _choice(values, "tie_rule", HouseRules.Tie)
     _choice(values, "cover_rule", HouseRules.CoverRule)
@@ -192,30 +203,32 @@ def validate_rules(values: dict, tableau: TableauVersion) -> dict:
         engine = chemmy.Prescriptions(
             punter_five=values["punter_five"], banker=prescriptions or {}
         )
+        _check_cells(engine, tableau)
         engine.check_against(tableau.as_engine())
     except ValueError as exc:
         field = str(exc).partition(":")[0].split("[")[0]
         raise Invalid(field, str(exc)) from None
     if not isinstance(values["hold_on_error"], bool):
-        raise Invalid("hold_on_error", "must be true or false")
+        raise Invalid("hold_on_error", _("must be true or false"))
     hold_warnings = values["hold_warnings"]
     if hold_warnings is not None:
         if not isinstance(hold_warnings, (list, tuple)) or not all(
             isinstance(c, str) for c in hold_warnings
         ):
-            raise Invalid("hold_warnings", "must be a list of finding codes")
+            raise Invalid("hold_warnings", _("must be a list of finding codes"))
         unknown = sorted(set(hold_warnings) - set(HouseRules.HOLDABLE_WARNINGS))
         if unknown:
             raise Invalid(
                 "hold_warnings",
-                f"{unknown[0]!r} is not a warning that may stop play (one of "
-                + ", ".join(HouseRules.HOLDABLE_WARNINGS)
-                + "; a critical finding always does)",
+                _("“%(code)s” is not a warning that may stop play (one of "
+                  "%(codes)s; a critical finding always does)")
+                % {"code": unknown[0],
+                   "codes": ", ".join(HouseRules.HOLDABLE_WARNINGS)},
             )
         hold_warnings = sorted(set(hold_warnings)) or None
     cutoff = values["gaming_day_cutoff"]
     if isinstance(cutoff, bool) or not isinstance(cutoff, int) or not 0 <= cutoff <= 23:
-        raise Invalid("gaming_day_cutoff", "must be an hour between 0 and 23")
+        raise Invalid("gaming_day_cutoff", _("must be an hour between 0 and 23"))
     _choice(values, "false_draw_sanction", HouseRules.Sanction)
     return {
         **values,
@@ -227,6 +240,25 @@ def validate_rules(values: dict, tableau: TableauVersion) -> dict:
         "banker_prescriptions": engine.to_dict()["banker"] or None,
         "hold_warnings": hold_warnings,
     }
+
+
+def _check_cells(engine: chemmy.Prescriptions, tableau: TableauVersion) -> None:
+    """A prescribed cell must be optional in the version's tableau: said in
+    words (the engine's own check says it in English, for the record)."""
+    grid = tableau.as_engine()
+    for key in engine.banker:
+        total, _slash, third = key.partition("/")
+        column = None if third == "stood" else int(third)
+        action = grid.banker_action(int(total), column)
+        if action is not chemmy.Action.OPTIONAL:
+            must = _("must draw") if action is chemmy.Action.DRAW else _("must stand")
+            raise Invalid(
+                "banker_prescriptions",
+                _("%(cell)s is not an optional cell of tableau %(tableau)s (there "
+                  "the banker %(must)s): set it back to free, or choose a tableau "
+                  "where it is optional")
+                % {"cell": key, "tableau": tableau.version, "must": must},
+            )
 
 
 def rules_dict(rules: HouseRules) -> dict:

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext
+from django.utils.translation import ngettext, pgettext
 
 from ..cards import card_strings
 from ..models import BankerTurn, Coup, Shoe
@@ -238,6 +238,29 @@ def js_strings() -> dict[str, str]:
         ),
         "hc_banker_drew_against": _(
             "Banker drew on {b2} against a {third}: this house prescribes standing."
+        ),
+        # the other findings a recorded coup may carry (tables/finding_words.py)
+        "bank_mismatch": _(
+            "The croupier declared a bank of {declared}; the bank carried forward "
+            "is {carried}."
+        ),
+        "below_seven_one": ngettext(
+            "The coup began with {left} card left in the shoe; at least 7 are "
+            "required.",
+            "The coup began with {left} cards left in the shoe; at least 7 are "
+            "required.",
+            1,
+        ),
+        "below_seven_many": ngettext(
+            "The coup began with {left} card left in the shoe; at least 7 are "
+            "required.",
+            "The coup began with {left} cards left in the shoe; at least 7 are "
+            "required.",
+            2,
+        ),
+        "card_count": _(
+            "{card} has been seen {count} times in a {decks}-deck shoe: at most "
+            "{decks} can be in it."
         ),
         "record_as_happened": _("Record it as it happened?"),
         "confirm_tableau": _("The tableau disagrees"),

@@ -50,6 +50,11 @@ def test_a_manager_writes_a_version_from_the_page(manager, table):
     html = page.content.decode()
     assert "The banker on 3 against a 9" in html
     assert "The banker on 5 against a 4" in html
+    # the form starts from the latest version; the tableau is a choice
+    assert 'name="commission_rate" inputmode="decimal" value="0.0500"' in html
+    assert 'name="maximum_bank" inputmode="decimal" value=""' in html
+    assert '<option value="chemmy-standard-1" selected>' in html
+    assert '<option value="punto-banco-1" >' in html
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
         table.rules, commission_rounding="half_even", cover_rule="all_or_nothing",
         maximum_bank="20000.00", **{"cell:3/9": "draw"}, hold_on_error="on",
@@ -61,7 +66,7 @@ def test_a_manager_writes_a_version_from_the_page(manager, table):
         "half_even", "all_or_nothing", Decimal("20000.00"), {"3/9": "draw"}, True)
     listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
     assert "club rules of 2027" in listing
-    assert "3/9: draw" in listing
+    assert "<dt>The banker on 3 against a 9</dt><dd>draw</dd>" in listing
 
 
 def test_the_page_names_the_warnings_that_stop_play(manager, table):
@@ -79,7 +84,8 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     assert (new.hold_on_error, new.hold_warnings) == (
         True, ["draw_after_natural", "false_draw"])
     listing = c.get(f"/floor/tables/{table.pk}/rules/").content.decode()
-    assert "hold on error (also: card after a natural, false draw)" in listing
+    assert ("<dt>Hold on error</dt><dd>critical findings, card after a natural, "
+            "false draw</dd>") in listing
     assert 'value="false_draw" checked' in listing
     # none ticked: critical findings only again
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
@@ -89,7 +95,7 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     # a code that is not a warning is refused naming the field
     r = c.post(f"/floor/tables/{table.pk}/rules/", form(
         new, hold_warnings_shown="1", hold_warnings=["bank_mismatch"], reason="x"))
-    assert r.status_code == 400 and "hold_warnings:" in r.content.decode()
+    assert r.status_code == 400 and 'data-field="hold_warnings"' in r.content.decode()
 
 
 @pytest.mark.parametrize("change, field", [
@@ -108,7 +114,7 @@ def test_a_bad_value_is_refused_on_the_page_naming_it(manager, table, change, fi
     body.update(change)
     r = client_for(manager).post(f"/floor/tables/{table.pk}/rules/", body)
     assert r.status_code == 400
-    assert f"{field}:" in r.content.decode()
+    assert f'data-field="{field}"' in r.content.decode()
     assert HouseRules.objects.count() == before
 
 
@@ -159,3 +165,53 @@ def test_a_pit_boss_releases_a_held_shoe_from_the_page(
     assert Shoe.objects.get(pk=shoe.pk).held_by_seq is None
     assert ShoeRelease.objects.get(shoe=shoe).reason == "recounted"
     assert "Held shoes" not in p.get("/floor/rules/").content.decode()
+
+
+def test_an_unknown_tableau_is_refused_in_words_keeping_every_value(manager, table):
+    """Issue 24, item 4: the tableau is a choice of the versions on file; a
+    name that is none of them (a hand-made post) is refused, in the reader's
+    words, and every value the manager chose comes back on the form."""
+    from django.utils import translation
+
+    body = form(table.rules, commission_rounding="half_even",
+                cover_rule="all_or_nothing", tie_rule="returned", punter_five="draw",
+                hold_on_error="on", hold_warnings_shown="1",
+                hold_warnings=["false_draw"], false_draw_sanction="lose_shoe",
+                tableau_version="chemy-standard-1", reason="club rules",
+                **{"cell:3/9": "draw", "cell:5/4": "stand"})
+    c = client_for(manager)
+    r = c.post(f"/floor/tables/{table.pk}/rules/", body)
+    assert r.status_code == 400
+    html = r.content.decode()
+    assert 'data-field="tableau_version"' in html
+    assert ("<strong>Tableau</strong>: there is no tableau named "
+            "“chemy-standard-1”") in html
+    assert "tableau_version:" not in html and "unknown tableau" not in html
+    for name, value in [("commission_rounding", "half_even"),
+                        ("cover_rule", "all_or_nothing"), ("tie_rule", "returned"),
+                        ("punter_five", "draw"), ("false_draw_sanction", "lose_shoe"),
+                        ("cell:3/9", "draw"), ("cell:5/4", "stand")]:
+        select = html.split(f'name="{name}"', 1)[1].split("</select>", 1)[0]
+        assert f'<option value="{value}" selected>' in select, name
+    assert '<input type="checkbox" name="hold_on_error" checked>' in html
+    assert 'value="false_draw" checked' in html
+    assert 'value="house_choice" checked' not in html
+    assert HouseRules.objects.filter(table=table).count() == 1
+    # the same in French: the field and the reason in words
+    c.cookies["django_language"] = "fr"
+    with translation.override("fr"):
+        r = c.post(f"/floor/tables/{table.pk}/rules/", body,
+                   HTTP_ACCEPT_LANGUAGE="fr")
+    html = r.content.decode()
+    assert r.status_code == 400
+    assert "<strong>Tableau</strong> : aucun tableau ne s’appelle" in html, html[
+        html.find("rules-error"):][:400]
+    assert "there is no tableau" not in html
+
+
+def test_the_api_refuses_an_unknown_tableau_naming_the_field(as_user, manager, table):
+    r = as_user(manager).post(f"/api/v1/tables/{table.pk}/rules/", {
+        "reason": "typo", "tableau_version": "chemy-standard-1"}, format="json")
+    assert r.status_code == 400
+    assert "tableau_version" in r.json()
+    assert HouseRules.objects.filter(table=table).count() == 1

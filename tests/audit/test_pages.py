@@ -42,7 +42,9 @@ def test_the_floor_and_its_refreshing_part(browser_as, pitboss, played):
 def test_queue_with_filters_and_counts(browser_as, auditor, flag):
     c = browser_as(auditor)
     page = c.get("/floor/queue/").content.decode()
-    assert "false_draw" in page and "false_draw (1)" in page
+    # the code is the filter's value, words its label (issue 24, item 8)
+    assert '<option value="false_draw">false draw (1)</option>' in page
+    assert 'data-code="false_draw">false draw</a>' in page
     assert "Nothing to review" in c.get("/floor/queue/?side=punter").content.decode()
     page = c.get("/floor/queue/?status=confirmed").content.decode()
     assert "Nothing to review" in page

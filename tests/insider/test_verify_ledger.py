@@ -432,7 +432,7 @@ def test_the_queue_page_and_the_api_show_a_ledger_flag(night, pitboss, client,
 
     client.force_login(pitboss)
     page = client.get("/floor/queue/").content.decode()
-    assert "ledger_mismatch" in page and "ledger mismatch" in page
+    assert 'data-code="ledger_mismatch"' in page and "nightly re-settlement" in page
     assert 'class="badge critical"' in page
     page = client.get(f"/floor/flags/{flag.pk}/")
     assert page.status_code == 200

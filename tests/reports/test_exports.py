@@ -50,7 +50,7 @@ def test_commission_csv_has_the_stamp_rows_and_totals(
     header = lines[start]
     assert header[:7] == ["table", "coups", "banker wins", "punter wins", "ties",
                           "covered", "commission"]
-    assert "expected commission" in header and "false_draw" in header
+    assert "expected commission" in header and "false draw (findings)" in header
     total = next(line for line in lines if line and line[0] == "Total")
     commission = Coup.objects.aggregate(s=Sum("commission"))["s"]
     assert Decimal(total[6]) == commission
@@ -123,14 +123,39 @@ def test_findings_report_by_table_croupier_player_code(
     job, path = build(auditor, django_capture_on_commit_callbacks, kind="findings")
     lines = list(csv.reader(path.open(encoding="utf-8")))
     start = lines.index(["== Findings"]) + 1
-    assert lines[start] == ["table", "croupier", "player seat", "side", "code",
-                            "severity", "findings"]
+    assert lines[start] == ["table", "croupier", "player seat", "side", "finding",
+                            "severity", "findings", "code"]
     total = next(line for line in lines[start:] if line and line[0] == "Total")
-    assert int(total[-1]) == Finding.objects.count() > 0
+    assert int(total[-2]) == Finding.objects.count() > 0
     rows = lines[start + 1: lines.index(total)]
     punter_rows = [r for r in rows if r[3] == "punter"]
     for r in punter_rows:
         assert r[2].isdigit()
+    # words where a person reads, the code last for a machine (issue 24, item 8)
+    draws = [r for r in rows if r[7] == "false_draw"]
+    assert draws and {(r[4], r[5]) for r in draws} == {("false draw", "warning")}
+    assert all("_" not in r[4] for r in rows)
+    by = lines.index(["== By finding"]) + 1
+    assert lines[by] == ["finding", "findings", "code"]
+    assert ["false draw", str(sum(int(r[6]) for r in draws)), "false_draw"] in lines
+
+
+def test_a_report_asked_from_a_french_page_is_written_in_its_own_language(
+    nights, auditor, django_capture_on_commit_callbacks
+):
+    """An eager build runs in the asker's request: the report's words stay
+    the report's language (English), never half French."""
+    from django.utils import translation
+
+    with translation.override("fr"):
+        job, path = build(auditor, django_capture_on_commit_callbacks,
+                          kind="findings")
+    text = path.read_text(encoding="utf-8")
+    assert "false draw" in text and "faux tirage" not in text
+    job, path = build(auditor, django_capture_on_commit_callbacks)
+    header = next(line for line in csv.reader(path.open(encoding="utf-8"))
+                  if line[:2] == ["table", "coups"])
+    assert "false draw (findings)" in header and "false_draw" not in header
 
 
 def test_coup_detail_csv_streams_every_current_coup(

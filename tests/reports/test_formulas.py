@@ -132,7 +132,7 @@ def test_commission_by_croupier_and_findings_csv_quote_user_names(
                        kind="findings"))
     assert not formulas_in(rows), formulas_in(rows)
     start = rows.index(["== Findings"]) + 1
-    found = {(r[0], r[1]) for r in rows[start + 1:] if len(r) == 7 and r[0] != "Total"}
+    found = {(r[0], r[1]) for r in rows[start + 1:] if len(r) == 8 and r[0] != "Total"}
     assert ("'" + FORMULA_TABLE, "'" + SUM) in found
     assert ("'" + PLUS_TABLE, "'" + DDE) in found
 

@@ -111,7 +111,7 @@ def test_the_flag_page_shows_the_evidence_to_the_pit_boss(
     flag = Flag.objects.get(kind="surveillance", code="false_draw_rate")
     c = client_for(pitboss)
     queue = c.get("/floor/queue/").content.decode()
-    assert f'href="/floor/flags/{flag.pk}/"' in queue and "Surveillance" in queue
+    assert f'href="/floor/flags/{flag.pk}/"' in queue and ">surveillance<" in queue
     assert c.get("/floor/").status_code == 200
     html = c.get(f"/floor/flags/{flag.pk}/").content.decode()
     assert 'id="evidence"' in html and 'id="chart-evidence"' in html

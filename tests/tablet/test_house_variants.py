@@ -93,8 +93,8 @@ def test_a_held_shoe_refuses_the_next_coup_in_words(
         "(house rule: hold on error). Call the pit boss: he releases the shoe, "
         "then this screen unlocks.")
     expect(stop.locator("#stopped-findings")).to_have_text(
-        "The croupier declared a bank of 900.00; the bank carried forward is "
-        "1000.00.")
+        "The croupier declared a bank of 900; the bank carried forward is "
+        "1,000.")  # amounts as the tablet writes them (issue 24, item 8)
     expect(page.get_by_role("button", name="Save coup")).to_be_disabled()
     page.keyboard.press("Enter")
     assert Coup.objects.filter(shoe=shoe).count() == 1  # nothing was sent

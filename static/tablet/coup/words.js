@@ -89,6 +89,20 @@ export function findingText(f, totals) {
     const total = f.natural === "punter" ? totals.p : totals.b;
     return fmt(T["dan_" + f.side + "_" + f.natural], { card: cardText(f.card), total: total });
   }
+  // the server's findings of a recorded coup, in the croupier's language
+  if (f.code === "bank_mismatch" && f.declared_bank !== undefined) {
+    return fmt(T.bank_mismatch, {
+      declared: money(C.toCents(f.declared_bank)),
+      carried: money(C.toCents(f.carried_forward)),
+    });
+  }
+  if (f.code === "deal_below_seven" && f.cards_left !== undefined) {
+    const key = Number(f.cards_left) === 1 ? "below_seven_one" : "below_seven_many";
+    return fmt(T[key], { left: f.cards_left });
+  }
+  if (f.code === "card_count_exceeded" && f.card) {
+    return fmt(T.card_count, { card: cardText(f.card), count: f.count, decks: f.decks });
+  }
   return f.message || f.code;
 }
 

@@ -31,3 +31,9 @@ def choice_word(value) -> str:
 @register.filter
 def announcement_word(value) -> str:
     return fw.announcement_word(value)
+
+
+@register.filter
+def code_word(value) -> str:
+    """{{ f.code|code_word }}: "false_draw" -> "false draw" ("faux tirage")."""
+    return fw.code_word(value)
