@@ -2,7 +2,8 @@
 its queue.
 
 Coups queued on a tablet (Wi-Fi down) keep the croupier who entered them, and
-the tablet sends them only while he is signed in (static/tablet/coup.js). When
+the tablet sends them only while he is signed in (static/tablet/coup/send.js,
+queue.js; the pit boss's side in coup/accept.js). When
 he has been relieved, the relief croupier's tablet shows that they wait for
 him; the pit boss can then store them on his behalf here: he signs this one
 request with his own user name and password (the sign-in lockout counts a
