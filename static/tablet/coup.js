@@ -133,6 +133,7 @@ else if (S.last_coup) {
   resultPanel(fromSummary(S.last_coup));
 }
 render();
+document.body.dataset.wired = ""; // the screen shows now (tablet.css)
 flush();
 
 // For the tests (and a curious pit boss's console): the page's own wording,
