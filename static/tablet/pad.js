@@ -1,11 +1,14 @@
 /* The card pad (templates/tablet/_pad.html): a rank key, then a suit key,
- * make a card. Shared by the tablet's coup screen (coup.js decides where a
+ * make a card. Shared by the tablet's coup screen (coup/cards.js decides where a
  * card goes, from the tableau) and the floor's correction page (the card goes
  * to the place the pit boss picked).
  *
  *   ChemmyPad.bind(pad, {rank: fn(r), suit: fn(s)})  the raw taps
  *   ChemmyPad.show(pad, pendingRank)                  the pressed rank, armed suits
  *   ChemmyPad.cards(pad, onCard)                      rank + suit -> onCard("KS")
+ *
+ * A classic script, not a module: the correction page loads it as one; the
+ * coup screen's modules find it on window (coup.js).
  */
 (function () {
   "use strict";

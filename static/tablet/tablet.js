@@ -13,7 +13,7 @@
   }
 
   // A locked tablet keeps no copy of any table's screen (nor the coup
-  // screen's kept state, coup.js; the queue of coups stays, under their
+  // screen's kept state, coup/state.js; the queue of coups stays, under their
   // authors' names).
   if (document.body.classList.contains("lock-page")) {
     try {

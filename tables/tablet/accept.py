@@ -2,9 +2,10 @@
 its queue.
 
 Coups queued on a tablet (Wi-Fi down) keep the croupier who entered them, and
-the tablet sends them only while he is signed in (static/tablet/coup.js). When
-he has been relieved, the relief croupier's tablet shows that they wait for
-him; the pit boss can then store them on his behalf here: he signs this one
+the tablet sends them only while he is signed in (static/tablet/coup/queue.js
+and send.js; the pit boss's side in coup/accept.js). When he has been
+relieved, the relief croupier's tablet shows that they wait for him; the pit
+boss can then store them on his behalf here: he signs this one
 request with his own user name and password (the sign-in lockout counts a
 wrong one) and gives a reason. The tablet stays signed in as the relief.
 

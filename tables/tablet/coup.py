@@ -24,16 +24,36 @@ from ..services.access import read_check
 from .state import js_strings, quick_amounts, shoe_state
 from .views import refusal, tablet_view
 
-# Bump when the worker's own logic changes; the asset list is in the script.
-SW_VERSION = "tablet-v1"
+# Bump when the worker's own logic changes, or when files leave the list (a
+# new cache drops them); the asset list is in the script. v2: coup.js split
+# into ES modules.
+SW_VERSION = "tablet-v2"
+# Every file the tablet's pages load, so that the coup screen reloads while
+# the Wi-Fi is down: each ES module coup.js imports, directly or not, too
+# (tests/tablet/test_modules.py walks the imports and holds this list to them).
+COUP_MODULES = (
+    "state",
+    "dom",
+    "words",
+    "queue",
+    "cards",
+    "stakes",
+    "result",
+    "send",
+    "save",
+    "accept",
+    "screen",
+    "keys",
+)
 ASSETS = (
     "vendor/htmx.min.js",
     "tablet/tablet.css",
-    "tablet/chemmy.js",
-    "tablet/refusals.js",
+    "tablet/tablet.js",
     "tablet/pad.js",
     "tablet/coup.js",
-    "tablet/tablet.js",
+    "tablet/chemmy.js",
+    "tablet/refusals.js",
+    *(f"tablet/coup/{m}.js" for m in COUP_MODULES),
 )
 
 

@@ -94,7 +94,7 @@ def shoe_state(shoe: Shoe) -> dict:
     last_turn, offer = passed_bank_offer(session)
     return {
         # when the server said it: the page keeps the latest state it heard
-        # (coup.js keepState) and prefers it to an older copy of the page
+        # (coup/state.js keepState) and prefers it to an older copy of the page
         "as_of": timezone.now().isoformat(),
         "shoe": {
             "id": shoe.pk,
@@ -287,7 +287,7 @@ def js_strings() -> dict[str, str]:
         "announce_banco_avec": _("banco avec"),
         "announce_suivi": _("suivi"),
         # outcome
-        # results: one wording (tables.wording), resultText() in coup.js
+        # results: one wording (tables.wording), resultText() in coup/words.js
         **result_strings(),
         "tie_stakes_stay": _("The stakes stay on the table for the next coup."),
         "tie_stakes_returned": _(
