@@ -57,6 +57,9 @@ LEDGER = (Table, HouseRules, TableSession, Shoe, BankerTurn, Coup, Stake, Findin
 NOT_OBJECT_SCOPED = {
     "home": "the front page",
     "trail-keys": "public: the trail's public keys, for anyone to verify with",
+    "health": "public: alive or not, for a load balancer, no detail",
+    "health-details": "staff: the services' state, no table's data",
+    "metrics": "a token or staff: the floor's counters, no table's coups",
     "set_language": "his own language (a cookie and his settings)",
     "login": "signing in", "logout": "signing out",
     "password_change": "his own password",
