@@ -14,12 +14,13 @@ from django.utils import timezone
 from .models import ChangeLog, Seal
 from .trail import (
     BOUND,
-    GENESIS,
     chain_head,
     current_key,
     ledger_entries,
+    link_digest,
     row_digest,
     seal_index,
+    split_head,
 )
 
 
@@ -148,13 +149,17 @@ def log_rows_linked(connection, head: str, rows: list[dict]) -> list[ChangeLog]:
 
 
 def log_rows_signed(head: str, rows: list[dict]) -> list[ChangeLog]:
-    """The rows linked from `head` and signed with the trail key, unsaved: for
-    a writer with its own (prepared) insert. Same rules as log_rows_linked."""
+    """The rows linked from `head` (the head row's hash || link, as
+    casino_chain_head gives it: casino.trail.split_head), signed with the
+    trail key and given their public link (casino/trail.py), unsaved: for a
+    writer with its own (prepared) insert. Same rules as log_rows_linked."""
     key_id, key = current_key()
-    prev = head or GENESIS
+    prev, prev_link = split_head(head)
     for row in rows:
         row["prev_hash"] = prev
+        link = link_digest(prev_link=prev_link, **row)
         row["hash"] = prev = row_digest(key=key, **row)
+        row["link"] = prev_link = link
         row["key_id"] = key_id
     return [ChangeLog(**row) for row in rows]
 

@@ -55,6 +55,9 @@ class ChangeLog(AppendOnlyModel):
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
     key_id = models.CharField(max_length=16, blank=True)
+    # The public link (casino/trail.py): SHA-256, no key, over the same content
+    # and the previous row's link; anyone can walk it to a signed anchor.
+    link = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["id"]

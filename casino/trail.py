@@ -25,6 +25,29 @@ database gives back is what was digested, on SQLite and on PostgreSQL.
 
 A chain alone cannot show that its tail was cut off; anchors written outside
 the database (casino/anchors.py) can, and `verify_trail` reads them.
+
+The public link (`link`, issue 25 item 3): a second chain over the same
+content that needs no secret, so that anyone holding a segment of the log and
+a signed anchor of its head (casino/anchors.py, casino/signing.py) can walk
+it. Exactly:
+
+    link_i = hex(SHA-256(_body(prev_hash=link_{i-1}, at, user_id, device,
+                               action, object_type, object_id, reason, old,
+                               new, ledger)))
+
+the same canonical body bytes as the HMAC's (`_body` below: a JSON list
+`[prev, at, user_id, device, action, object_type, object_id, reason, old,
+new]`, plus `ledger` as an 11th element when it is not empty/null; keys
+sorted, separators "," and ":", ensure_ascii off, UTF-8; `at` as
+"YYYY-MM-DDTHH:MM:SS.ffffffZ" in UTC; None of device, object_type,
+object_id, reason as ""), with the previous row's link in place of
+prev_hash; the first row's previous link is GENESIS ("0" * 64). Plain
+SHA-256, no key. The HMAC (`hash`) stays, as the second signature: the link
+proves the order and content to an outsider, the HMAC that nobody without
+TRAIL_KEY rebuilt it. Every writer computes both (casino/changelog.py
+log_rows_signed, which the PostgreSQL coup path uses too); the chain's head
+as casino_chain_head returns it is the text hash || link (migration casino
+0011), see `split_head`.
 """
 
 from __future__ import annotations
@@ -42,7 +65,12 @@ from typing import Any
 GENESIS = "0" * 64
 FIELDS = (
     "id", "at", "user_id", "device", "action", "object_type", "object_id",
-    "reason", "old", "new", "ledger", "prev_hash", "hash", "key_id",
+    "reason", "old", "new", "ledger", "prev_hash", "hash", "key_id", "link",
+)
+# What a row's digests are made over (the row's content and its link).
+CONTENT = (
+    "at", "user_id", "device", "action", "object_type", "object_id", "reason",
+    "old", "new", "ledger", "prev_hash",
 )
 # Any constant works; it only has to be the same for every writer of the log.
 ADVISORY_LOCK_KEY = 0x43484E  # "CHN"
@@ -225,6 +253,14 @@ def row_digest(*, key: bytes, **row: Any) -> str:
     return hmac.new(key, _body(**row), hashlib.sha256).hexdigest()
 
 
+def link_digest(*, prev_link: str, **row: Any) -> str:
+    """The public link (hex SHA-256, no key) of a row whose content is `row`
+    (as row_digest takes it, prev_hash left out or ignored) after a row whose
+    link is `prev_link`: see the module's docstring."""
+    row = {k: v for k, v in row.items() if k != "prev_hash"}
+    return hashlib.sha256(_body(prev_hash=prev_link, **row)).hexdigest()
+
+
 _DECIMAL, _JSON, _OTHER = 0, 1, 2
 _UNSET = object()
 
@@ -359,7 +395,7 @@ def seal_index(ledger: dict | None) -> list[tuple[str, str]]:
 
 # -- the chain's head ------------------------------------------------------------
 
-_HEAD = "SELECT hash FROM casino_changelog ORDER BY id DESC LIMIT 1"
+_HEAD = "SELECT hash || link FROM casino_changelog ORDER BY id DESC LIMIT 1"
 
 
 def chain_lock_statements() -> list[tuple[str, list]]:
@@ -370,18 +406,32 @@ def chain_lock_statements() -> list[tuple[str, list]]:
     return [("SELECT casino_chain_head(%s)", [ADVISORY_LOCK_KEY])]
 
 
+def split_head(head: str | None) -> tuple[str, str]:
+    """(hash, link) of the head as casino_chain_head and chain_head give it
+    (the head row's hash then its link, 128 hex characters; empty: the log is
+    empty, GENESIS for both)."""
+    if not head:
+        return GENESIS, GENESIS
+    if len(head) != 128:
+        raise RuntimeError(
+            "the change log's head has no public link: run `manage.py migrate` "
+            "(casino 0011 fills the links)"
+        )
+    return head[:64], head[64:]
+
+
 def chain_head(connection) -> str:
-    """The digest the next row must link to, the chain held (PostgreSQL: one
-    round trip for the lock and the read). SQLite has one writer at a time
-    anyway, and the unique constraint on prev_hash refuses a fork on any
-    database."""
+    """The head the next row must link to, the chain held (PostgreSQL: one
+    round trip for the lock and the read): the head row's hash || link
+    (`split_head`). SQLite has one writer at a time anyway, and the unique
+    constraint on prev_hash refuses a fork on any database."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(*chain_lock_statements()[0])
         else:
             cursor.execute(_HEAD)
         row = cursor.fetchone()
-    return row[0] if row and row[0] else GENESIS
+    return row[0] if row and row[0] else ""
 
 
 # -- verification --------------------------------------------------------------
@@ -414,9 +464,12 @@ class _Walk:
     """The chain walked in id order: links, digests, anchors, and the ledger
     digests the rows carry (the latest for each ledger row)."""
 
-    def __init__(self, keys: dict[str, bytes], anchors: dict[int, str]):
+    def __init__(self, keys: dict[str, bytes], anchors: dict[int, str], *,
+                 links: bool = True, anchor_links: dict[int, str] | None = None):
         self.keys, self.anchors = keys, anchors
+        self.links, self.anchor_links = links, anchor_links or {}
         self.prev, self.count, self.head_id = GENESIS, 0, None
+        self.prev_link = GENESIS
         self.ledger: dict[str, dict[str, tuple[str | None, int]]] = {}
         self.anchors_seen: set[int] = set()
         self.gaps: list[str] = []  # continuity problems, in trail order
@@ -436,12 +489,16 @@ class _Walk:
                 f"row {rid} ({r['action']}): signed with key {r['key_id'] or '(none)'}"
                 ", which is neither TRAIL_KEY nor in TRAIL_OLD_KEYS"
             )
-        content = {k: r[k] for k in FIELDS if k not in ("id", "hash", "key_id")}
+        content = {k: r[k] for k in CONTENT}
         if not hmac.compare_digest(row_digest(key=key, **content), r["hash"]):
             return rid, (
                 f"row {rid} ({r['action']}): its content does not match its digest "
                 "(the row was edited)"
             )
+        if self.links:
+            broken = self._link(r, content)
+            if broken:
+                return rid, broken
         if rid in self.anchors:
             self.anchors_seen.add(rid)
             if r["hash"] != self.anchors[rid]:
@@ -460,6 +517,27 @@ class _Walk:
                 mine[k] = (digest, rid)
         self.prev, self.head_id = r["hash"], rid
         return None
+
+    def _link(self, r: dict, content: dict) -> str:
+        """The public link (module docstring): the row's own, then an
+        anchor's, if one names the row."""
+        rid = r["id"]
+        link = r.get("link") or ""
+        if link != link_digest(prev_link=self.prev_link, **content):
+            what = ("GENESIS" if self.prev_link == GENESIS
+                    else f"row {self.head_id}'s link")
+            return (
+                f"row {rid} ({r['action']}): its public link {link[:12] or '(none)'} "
+                f"is not the SHA-256 of its content and {what} (the row or the "
+                "link was changed)"
+            )
+        if rid in self.anchor_links and self.anchor_links[rid] != link:
+            return (
+                f"row {rid}: link {link} is not the anchor's "
+                f"{self.anchor_links[rid]} (the chain was rewritten up to here)"
+            )
+        self.prev_link = link
+        return ""
 
     def _discontinuity(self, label, key, before, last, rid) -> None:
         """A write found a row other than the trail had left it: the row was
@@ -488,12 +566,18 @@ def verify_rows(
     *,
     keys: dict[str, bytes] | None = None,
     ledger: bool = False,
+    links: bool = True,
+    anchor_links: dict[int, str] | None = None,
 ) -> TrailCheck:
-    """Walk rows in id order; stop at the first one that does not hold. Then
-    every anchored row must have been seen, and (with `ledger`) every ledger
-    row must match the digest its latest log row holds."""
+    """Walk rows in id order; stop at the first one that does not hold (its
+    link, its HMAC, its public link: `links=False` leaves the public link
+    out, for a migration that has not filled it yet). Then every anchored
+    row must have been seen, and (with `ledger`) every ledger row must match
+    the digest its latest log row holds. `anchor_links`: row -> the public
+    link an anchor gives it."""
     anchors = anchors or {}
-    walk = _Walk(keys if keys is not None else trail_keys(), anchors)
+    walk = _Walk(keys if keys is not None else trail_keys(), anchors,
+                 links=links, anchor_links=anchor_links)
     for r in rows:
         broken = walk.step(r)
         if broken:

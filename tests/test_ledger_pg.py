@@ -36,7 +36,7 @@ GAME = [
 SKIP = {"id", "coup", "coup_id", "shoe", "shoe_id", "turn", "turn_id", "rules",
         "rules_id", "created_at", "session", "session_id", "table", "table_id",
         "opened_at", "closed_at", "idempotency_key", "at", "object_id",
-        "prev_hash", "hash"}
+        "prev_hash", "hash", "link"}
 
 
 def play(shoe, user, key):
@@ -207,6 +207,7 @@ def test_log_action_rows_chain_on_postgresql(db, croupier):
     stored = ChangeLog.objects.get(pk=second.pk)
     assert stored.prev_hash == first.hash == ChangeLog.objects.get(pk=first.pk).hash
     assert (stored.hash, stored.prev_hash) == (second.hash, second.prev_hash)
+    assert (stored.link, len(first.link)) == (second.link, 64)
     assert trail_verify().ok
 
 

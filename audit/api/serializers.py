@@ -201,7 +201,8 @@ class TrailRowSerializer(serializers.ModelSerializer):
     class Meta:
         model = ChangeLog
         fields = ["id", "at", "user", "device", "action", "object_type", "object_id",
-                  "reason", "old", "new", "ledger", "prev_hash", "hash", "key_id"]
+                  "reason", "old", "new", "ledger", "prev_hash", "hash", "key_id",
+                  "link"]
 
 
 class TrailCheckSerializer(serializers.Serializer):

@@ -58,7 +58,8 @@ def seal(apps, schema_editor):
               "object_id", "reason", "old", "new", "ledger", "prev_hash", "hash",
               "key_id")
     rows = ChangeLog.objects.order_by("id").values(*fields).iterator(chunk_size=2000)
-    check = verify_rows(rows, keys=trail_keys())
+    # the public link comes later (casino 0011), which checks it
+    check = verify_rows(rows, keys=trail_keys(), links=False)
     if not check.ok:
         raise RuntimeError(
             f"the change log does not verify ({check.problem}): investigate "

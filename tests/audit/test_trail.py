@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from casino.changelog import log_action
 from casino.models import ChangeLog
-from casino.trail import GENESIS, current_key, row_digest, trail_verify
+from casino.trail import GENESIS, current_key, link_digest, row_digest, trail_verify
 
 from .conftest import FALSE_DRAW
 
@@ -77,6 +77,17 @@ def test_an_edit_with_a_recomputed_digest_breaks_the_next_link(played):
                       old=target.old, new=target.new, ledger=target.ledger)
     raw("UPDATE casino_changelog SET user_id = NULL, hash = %s WHERE id = %s",
         [fake, target.pk])
+    # the row's own public link (SHA-256 over its content) names it first
+    check = trail_verify()
+    assert check.broken_id == target.pk and "public link" in check.problem
+    # its public link recomputed too (it needs no key): the next row's links
+    prev = rows[i - 1].link if i else GENESIS
+    fake_link = link_digest(prev_link=prev, at=target.at, user_id=None,
+                            device=target.device, action=target.action,
+                            object_type=target.object_type,
+                            object_id=target.object_id, reason=target.reason,
+                            old=target.old, new=target.new, ledger=target.ledger)
+    raw("UPDATE casino_changelog SET link = %s WHERE id = %s", [fake_link, target.pk])
     check = trail_verify()
     assert check.broken_id == after.pk and "link" in check.problem
 

@@ -18,6 +18,7 @@ from tests.insider.test_tampering import superuser
 seal_migration = importlib.import_module(
     "casino.migrations.0006_keyed_chain_and_ledger")
 continuity_migration = importlib.import_module("casino.migrations.0010_continuity")
+link_migration = importlib.import_module("casino.migrations.0011_changelog_link")
 
 # These tests edit the records behind the app's back on purpose.
 pytestmark = pytest.mark.tampers
@@ -72,6 +73,8 @@ def test_a_legacy_trail_is_checked_signed_and_the_ledger_sealed(played):
         # then, as the upgrade goes on, the release that binds the rest and
         # indexes the seals (casino 0010)
         continuity_migration.seal(_apps("0010_continuity"), _Editor(c))
+        # and the public link (casino 0011)
+        link_migration.fill_links(_apps("0011_changelog_link"), _Editor(c))
     check = trail_verify()
     assert check.ok, check.problem
     # one row each: 0006 seals the ledger, 0010 the rows it binds
