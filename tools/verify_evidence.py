@@ -678,8 +678,10 @@ class SessionWalk:
         if rules["table_id"] != self.session["table_id"]:
             add(f"house rules of table {rules['table_id']}, session of table "
                 f"{self.session['table_id']}")
-        tableau = ch.Tableau.from_dict({"version": tableau_row["version"],
-                                        "rows": tableau_row["rows"]})
+        tableau = tableau_row.get("_engine")
+        if tableau is None:  # parsed once per version
+            tableau = tableau_row["_engine"] = ch.Tableau.from_dict(
+                {"version": tableau_row["version"], "rows": tableau_row["rows"]})
         if c["tableau_version"] != tableau.version:
             add(f"tableau_version {c['tableau_version']}, its house rules' is "
                 f"{tableau.version}")
