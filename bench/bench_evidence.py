@@ -1,19 +1,30 @@
 """The evidence bundle's size and build time, and the standalone verifier's
-time on it (issue 25 items 4-5), over a period played through the services
-(`tables.simulation.simulate`: real coups, stakes, findings, turns and the
-change log with its links), in a fresh PostgreSQL database (_benchdb.py).
+time and peak memory on it (issue 25 items 4-5), over a month of 40 tables
+played through the services (`tables.simulation.simulate`: real shuffled
+shoes, every coup, stake, finding and turn written by shoe_play with its
+change-log rows, links and HMACs: a valid trail), in a PostgreSQL database
+of its own (bench_evidence, dropped and re-created unless --reuse).
 
 Run from the project root:
     .venv/bin/python bench/bench_evidence.py [--tables 40] [--days 30]
-        [--shoes 3] [--seed 1]
+        [--shoes 13] [--procs 2] [--periods 1,3,10,30] [--reuse] [--seed 1]
 
-The defaults are the issue's month of 40 tables at the most shoes the
-simulator deals in a past day (tables x shoes <= SHOES_PER_DAY, 250): 40 x 6
-shoes x 30 days, about 430,000 coups; `--days 60` doubles it. Filling takes
-about 1 ms a coup. Prints and
-writes to var/bench/evidence.json: coups, log rows, the bundle's bytes,
-build seconds, verifier seconds and its peak memory (the verifier runs as
-the regulator runs it: its own Python process).
+The defaults are the issue's month of 40 tables, about 1M coups: 40 tables
+x 13 shoes a day (about 62 coups a shoe) x 30 days. Filling is the slow part
+(the services write about 1,000 coups a second on an idle core), so it runs
+in `--procs` processes, each simulating its share of the tables over the
+whole month (the change log's chain lock orders their writes), and the
+database is kept: `--reuse` skips the fill and times the bundles again. The
+simulator's past-day clock advances one second per reading, which leaves
+room for 250 shoes a day floor-wide; the bench advances it a quarter second
+(still every record of a day within its gaming day), so 40 x 13 shoes fit.
+
+Then, for each period of `--periods` (the first N gaming days): the bundle
+is built (`evidence_build`, timed, its process's peak memory) and the
+verifier run as the regulator runs it (its own Python, `/usr/bin/time` for
+its peak memory). Prints, and writes to var/bench/evidence.json: coups, log
+rows, the bundle's bytes, build and verify seconds, peak memories, and the
+load average before and after each step.
 """
 
 from __future__ import annotations
@@ -21,89 +32,216 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import multiprocessing
+import os
 import resource
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as clock
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+os.environ.setdefault("BENCH_DATABASE_URL",
+                      "postgres://postgres@127.0.0.1:5432/bench_evidence")
 import _benchdb  # noqa: E402
 
+OUT = _benchdb.OUT_DIR / "evidence.json"
+KEY = _benchdb.OUT_DIR / "evidence-signing.key"  # the bench's own, kept for --reuse
+PEM = _benchdb.OUT_DIR / "evidence-key.pem"
+ANCHORS = _benchdb.OUT_DIR / "evidence-anchors"
+START = date(2026, 1, 1)
+STEP = timedelta(seconds=0.25)
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=40)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--shoes", type=int, default=6)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
 
+def _key() -> None:
+    """The signing key (TRAIL_SIGNING_KEY, raw seed in base64), made once and
+    kept beside the database it signed anchors of; its public half as PEM
+    for the verifier."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    key = Ed25519PrivateKey.generate()
-    raw = key.private_bytes(serialization.Encoding.Raw,
-                            serialization.PrivateFormat.Raw,
-                            serialization.NoEncryption())
-    import os
+    if not KEY.exists():
+        raw = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+            serialization.NoEncryption())
+        KEY.write_text(base64.b64encode(raw).decode())
+    seed = base64.b64decode(KEY.read_text())
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    PEM.write_bytes(public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    os.environ["TRAIL_SIGNING_KEY"] = KEY.read_text()
 
-    os.environ["TRAIL_SIGNING_KEY"] = base64.b64encode(raw).decode()
-    url = _benchdb.configure()
-    anchors = _benchdb.OUT_DIR / "evidence-anchors"
-    os.environ["TRAIL_ANCHOR_DIR"] = str(anchors)
-    print(f"database: {url} (dropped and re-created)")
-    _benchdb.recreate_database(url)
 
+@contextmanager
+def _quarter_clock(day: date, hour: int = 12):
+    """tables.sim_patterns.clock_at, a quarter second a reading."""
     from django.utils import timezone
 
+    state = {"t": timezone.make_aware(datetime.combine(day, clock(hour))
+                                      ).astimezone(UTC)}
+    real = timezone.now
+
+    def now() -> datetime:
+        t = state["t"]
+        state["t"] = t + STEP
+        return t
+
+    timezone.now = now
+    try:
+        yield
+    finally:
+        timezone.now = real
+
+
+def _fill_part(part: int, tables: int, args) -> int:
+    """One process's share: `tables` tables over the whole month."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from tables import simulation
+
+    simulation.clock_at = _quarter_clock
+    simulation.SHOES_PER_DAY = 10**6
+    user = get_user_model().objects.get(username="bench-evidence")
+    report = simulation.simulate(
+        user=user, tables=tables, shoes=args.shoes, seed=args.seed * 100 + part,
+        days=args.days, start=START, table_prefix=f"Bench{part}")
+    return report.coups
+
+
+def fill(args) -> float:
+    url = _benchdb.bench_url()
+    print(f"database: {url} (dropped and re-created)", flush=True)
+    for path in ANCHORS.glob("*"):
+        path.unlink()
+    KEY.unlink(missing_ok=True)
+    _key()
+    _benchdb.recreate_database(url)
+    _benchdb.make_user("bench-evidence", "croupier")
+    from django.db import connections
+
+    connections.close_all()  # the children open their own
+    shares = [args.tables // args.procs + (i < args.tables % args.procs)
+              for i in range(args.procs)]
+    t0 = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(args.procs) as pool:
+        coups = pool.starmap(_fill_part, [(i, n, args) for i, n in enumerate(shares)
+                                          if n])
+    seconds = time.perf_counter() - t0
+    print(f"filled {sum(coups):,} coups in {seconds:.0f} s "
+          f"({sum(coups) / seconds:,.0f} coups/s, {args.procs} processes)",
+          flush=True)
+    return seconds
+
+
+def measure(days: int, args) -> dict:
     from audit.evidence.build import evidence_build
     from tables.models import Coup
-    from tables.simulation import simulate
 
-    user = _benchdb.make_user("bench-evidence", "croupier")
-    start = timezone.localdate() - timedelta(days=args.days + 1)
+    last = START + timedelta(days=days - 1)
+    coups = Coup.objects.filter(gaming_day__gte=START, gaming_day__lte=last).count()
+    out = _benchdb.OUT_DIR / f"evidence-{days}d.zip"
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    simulate(user=user, tables=args.tables, shoes=args.shoes, seed=args.seed,
-             days=args.days, start=start)
-    fill = time.perf_counter() - t0
-    coups = Coup.objects.count()
-    print(f"filled {coups} coups in {fill:.0f} s")
-    last = start + timedelta(days=args.days - 1)
-    out = _benchdb.OUT_DIR / "evidence.zip"
-    t0 = time.perf_counter()
-    manifest = evidence_build(from_day=start, to_day=last, path=out)
+    # its own process, so that its peak memory is the build's alone
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", sys.executable, __file__, "--build-only",
+         START.isoformat(), last.isoformat(), str(out)],
+        capture_output=True, text=True)
     build = time.perf_counter() - t0
-    build_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    pem = _benchdb.OUT_DIR / "evidence-key.pem"
-    pem.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    if done.returncode != 0:
+        print(done.stdout, done.stderr)
+        sys.exit("bench: the bundle was not built")
+    build_kb = int(done.stderr.strip().splitlines()[-1])
+    manifest = json.loads(done.stdout.strip().splitlines()[-1])
+    load_mid = os.getloadavg()[0]
     verifier = _benchdb.ROOT / "tools" / "verify_evidence.py"
     t0 = time.perf_counter()
     done = subprocess.run(
         ["/usr/bin/time", "-f", "%M", sys.executable, str(verifier), str(out),
-         "--public-key", str(pem)], capture_output=True, text=True)
+         "--public-key", str(PEM)], capture_output=True, text=True)
     verify = time.perf_counter() - t0
-    verify_kb = int(done.stderr.strip().splitlines()[-1])
     if done.returncode != 0:
-        print(done.stdout, done.stderr)
+        print(done.stdout[-3000:], done.stderr[-3000:])
         sys.exit("bench: the verifier did not accept the bundle")
+    verify_kb = int(done.stderr.strip().splitlines()[-1])
     parts = manifest["parts"]
     result = {
-        "tables": args.tables, "days": args.days, "coups": coups,
+        "days": days, "coups": coups,
         "ledger_rows": parts["ledger.jsonl"]["lines"],
         "log_rows": parts["log.jsonl"]["lines"],
         "uncompressed_bytes": sum(p["bytes"] for p in parts.values()),
         "bundle_bytes": out.stat().st_size,
-        "build_seconds": round(build, 1), "build_peak_rss_mb": build_rss,
+        "build_seconds": round(build, 1), "build_peak_rss_mb": build_kb // 1024,
         "verify_seconds": round(verify, 1),
         "verify_peak_rss_mb": verify_kb // 1024,
-        "machine": _benchdb.machine(),
+        "load_1m": [round(load_before, 2), round(load_mid, 2),
+                    round(os.getloadavg()[0], 2)],
     }
-    print(json.dumps(result, indent=2))
-    (_benchdb.OUT_DIR / "evidence.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def build_only(first: str, last: str, out: str) -> None:
+    import django
+
+    django.setup()
+    from audit.evidence.build import evidence_build
+
+    manifest = evidence_build(from_day=date.fromisoformat(first),
+                              to_day=date.fromisoformat(last), path=Path(out))
+    print(json.dumps({"parts": manifest["parts"]}))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--build-only"]:
+        _benchdb.configure()
+        os.environ["TRAIL_ANCHOR_DIR"] = str(ANCHORS)
+        _key()
+        build_only(*sys.argv[2:5])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=40)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--shoes", type=int, default=13)
+    parser.add_argument("--procs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--periods", default="",
+                        help="gaming days per bundle, comma-separated (default: "
+                        "the whole --days)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the database filled by a previous run")
+    parser.add_argument("--fill-only", action="store_true")
+    args = parser.parse_args()
+    _benchdb.configure()
+    os.environ["TRAIL_ANCHOR_DIR"] = str(ANCHORS)
+    ANCHORS.mkdir(parents=True, exist_ok=True)
+    machine = _benchdb.machine()
+    fill_seconds = None
+    if args.reuse:
+        _key()
+        import django
+
+        django.setup()
+    else:
+        fill_seconds = fill(args)
+    if args.fill_only:
+        return
+    from tables.models import Coup
+
+    periods = [int(p) for p in args.periods.split(",") if p] or [args.days]
+    result = {"benchmark": "evidence", "tables": args.tables, "days": args.days,
+              "shoes_a_day": args.shoes, "coups_in_database": Coup.objects.count(),
+              "fill_seconds": fill_seconds and round(fill_seconds),
+              "runs": [measure(days, args) for days in periods],
+              "machine_before": machine, "machine_after": _benchdb.machine()}
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written: {OUT.relative_to(_benchdb.ROOT)}")
 
 
 if __name__ == "__main__":
