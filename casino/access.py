@@ -44,6 +44,8 @@ ROUTES: dict[str, dict[str, str]] = {
     "password_reset_complete": {"GET": PUBLIC},
     "api-schema": {"GET": PUBLIC},
     "api-docs": {"GET": PUBLIC},
+    # the casino's public signing keys: whoever checks its evidence
+    "trail-keys": {"GET": PUBLIC},
     # the floor's REST API (tables/api)
     "api-token": {"POST": PUBLIC},
     "api-tables": {"GET": R, "POST": "table.manage"},

@@ -12,6 +12,24 @@ Anchors are taken every `TRAIL_ANCHOR_MINUTES` by beat (`trail.anchor`), at
 every gaming-day close (with the nightly reports), and on demand
 (`manage.py trail_anchor`).
 
+An anchor file (`<UTC time>-row<id>.json`, one JSON object, keys sorted):
+
+    {"row": id, "hash": the row's HMAC, "link": the row's public link,
+     "at": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "reason": why,
+     "signature": base64 Ed25519 signature, "signing_key_id": key id,
+     "tsa_token": base64 DER RFC 3161 TimeStampToken, or null}
+
+The signature is over the anchor's statement, `casino.signing.
+anchor_statement` (row, link, hash, at, reason: see casino/signing.py), so
+that anyone with the casino's public key (/trail/keys.json) can check that
+the casino's key vouched for this head at that time, and walk the public
+links of a log segment up to it (casino/trail.py). `tsa_token` is the
+trusted timestamp of the same statement when the authority answered at once
+(casino/timestamps.py); a token that came later is in the file beside it.
+Files written before signatures (no "signature") are accepted as they were,
+unless a signed anchor is older: once anchors are signed, an unsigned one is
+a failure, as is one whose signature does not hold.
+
 Anchors are expected, not optional (DESIGN.md, "Integrity": a missing or
 stale anchor is a failure, not "0 checked"). Beyond the anchors on file,
 `verify_trail` asks (`anchors_expected`):
@@ -32,7 +50,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -51,11 +69,24 @@ class Anchor:
     at: datetime
     reason: str
     file: str = ""
+    link: str = ""
+    signature: str = ""
+    signing_key_id: str = ""
+    tsa_token: str = ""
 
     def to_dict(self) -> dict:
         return {"row": self.row, "hash": self.hash,
                 "at": self.at.astimezone(UTC).isoformat(), "reason": self.reason,
-                "file": self.file}
+                "file": self.file, "link": self.link, "signature": self.signature,
+                "signing_key_id": self.signing_key_id,
+                "tsa_token": self.tsa_token or None}
+
+    def statement(self) -> bytes:
+        """What the signature (and the trusted timestamp) is over."""
+        from .signing import anchor_statement, at_text
+
+        return anchor_statement(row=self.row, link=self.link, hash=self.hash,
+                                at=at_text(self.at), reason=self.reason)
 
 
 def _folder() -> Path:
@@ -65,43 +96,77 @@ def _folder() -> Path:
 def chain_head_row() -> tuple[int, str] | None:
     """The last committed row of the log (id, digest); no lock: an anchor
     vouches for what was committed when it was taken."""
+    head = chain_head_entry()
+    return head[:2] if head else None
+
+
+def chain_head_entry() -> tuple[int, str, str] | None:
+    """The last committed row of the log (id, digest, public link)."""
     from .models import ChangeLog
 
     # The primary's head, also inside a replica.reading() block (a report's
     # stamp): a replica may be behind.
     return (ChangeLog.objects.using("default").order_by("-id")
-            .values_list("id", "hash").first())
+            .values_list("id", "hash", "link").first())
 
 
-def anchor_write(row: int, digest: str, reason: str) -> Anchor:
-    """One anchor file, created exclusively (never overwritten), read-only,
-    flushed to disk with its directory entry."""
-    folder = _folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(UTC)
-    name = f"{now:%Y%m%dT%H%M%S%fZ}-row{row}.json"
-    body = json.dumps({"row": row, "hash": digest, "at": now.isoformat(),
-                       "reason": reason}, sort_keys=True)
-    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+def file_create(path: Path, data: bytes) -> None:
+    """Create `path` exclusively (never overwritten), read-only, flushed to
+    disk with its directory entry."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
-        os.write(fd, body.encode() + b"\n")
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    dirfd = os.open(folder, os.O_RDONLY)
+    dirfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dirfd)
     finally:
         os.close(dirfd)
-    return Anchor(row, digest, now, reason, name)
+
+
+def anchor_write(row: int, digest: str, reason: str, link: str = "") -> Anchor:
+    """One anchor file, signed (casino/signing.py), time-stamped when an
+    authority is set and answers (casino/timestamps.py), created exclusively,
+    read-only."""
+    from .signing import sign
+
+    folder = _folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    name = f"{now:%Y%m%dT%H%M%S%fZ}-row{row}.json"
+    anchor = Anchor(row, digest, now, reason, name, link)
+    signature, key_id = sign(anchor.statement())
+    anchor = replace(anchor, signature=signature, signing_key_id=key_id)
+    anchor = replace(anchor, tsa_token=_timestamp_at_once(anchor))
+    body = json.dumps({"row": row, "hash": digest, "link": link,
+                       "at": _at_text(now), "reason": reason,
+                       "signature": signature, "signing_key_id": key_id,
+                       "tsa_token": anchor.tsa_token or None},
+                      sort_keys=True, ensure_ascii=False)
+    file_create(folder / name, body.encode("utf-8") + b"\n")
+    return anchor
+
+
+def _at_text(at: datetime) -> str:
+    from .signing import at_text
+
+    return at_text(at)
+
+
+def _timestamp_at_once(anchor: Anchor) -> str:
+    """The authority's token for the anchor, asked now (base64), or '' (no
+    authority set, or it did not answer: asked again later)."""
+    return ""
 
 
 def trail_anchor(*, reason: str = "manual") -> Anchor | None:
     """Anchor the chain's head now; None when the log is empty."""
-    head = chain_head_row()
+    head = chain_head_entry()
     if head is None:
         return None
-    return anchor_write(head[0], head[1], reason)
+    return anchor_write(head[0], head[1], reason, head[2])
 
 
 def anchors_list() -> list[Anchor]:
@@ -116,10 +181,13 @@ def anchors_list() -> list[Anchor]:
             data = json.loads(path.read_text())
             anchor = Anchor(int(data["row"]), str(data["hash"]),
                             datetime.fromisoformat(data["at"]), str(data["reason"]),
-                            path.name)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+                            path.name, str(data.get("link") or ""),
+                            str(data.get("signature") or ""),
+                            str(data.get("signing_key_id") or ""),
+                            str(data.get("tsa_token") or ""))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise AnchorError(f"anchor file {path.name} is unreadable: {exc}") from exc
-        if len(anchor.hash) != 64:
+        if len(anchor.hash) != 64 or len(anchor.link) not in (0, 64):
             raise AnchorError(f"anchor file {path.name}: not a digest")
         if anchor.at.tzinfo is None:  # its age could not be told
             raise AnchorError(f"anchor file {path.name}: a time without its zone")
@@ -136,6 +204,41 @@ def anchors_read(found: list[Anchor] | None = None) -> dict[int, str]:
         if known.setdefault(anchor.row, anchor.hash) != anchor.hash:
             raise AnchorError(f"two anchors disagree on row {anchor.row}")
     return known
+
+
+def anchors_links(found: list[Anchor]) -> dict[int, str]:
+    """Row id -> public link of every anchor that gives one (two anchors
+    disagreeing on a row: an error)."""
+    known: dict[int, str] = {}
+    for anchor in found:
+        if anchor.link and known.setdefault(anchor.row, anchor.link) != anchor.link:
+            raise AnchorError(f"two anchors disagree on row {anchor.row}'s link")
+    return known
+
+
+def anchors_signed(found: list[Anchor]) -> list[tuple[int, str]]:
+    """Each anchor whose signature does not hold, by the keys of
+    /trail/keys.json and within the dates of the key named; and, once
+    anchors are signed, one that is not (module docstring). (row, problem)."""
+    from .signing import verify
+
+    signed = [a.at for a in found if a.signature]
+    since = min(signed) if signed else None
+    problems = []
+    for anchor in sorted(found, key=lambda a: (a.row, a.at)):
+        if not anchor.signature:
+            if since is not None and anchor.at >= since:
+                problems.append((anchor.row, (
+                    f"row {anchor.row}: anchor file {anchor.file} is not signed, "
+                    "though anchors are signed since "
+                    f"{since.astimezone(UTC):%Y-%m-%d %H:%M} UTC (a forged file?)")))
+            continue
+        wrong = verify(anchor.statement(), anchor.signature, anchor.signing_key_id,
+                       anchor.at)
+        if wrong:
+            problems.append((anchor.row,
+                             f"row {anchor.row}: anchor file {anchor.file}: {wrong}"))
+    return problems
 
 
 # -- anchors expected ----------------------------------------------------------
@@ -277,7 +380,7 @@ def anchors_expected(found: list[Anchor], *, now: datetime | None = None
     """What the anchors on file (`found`) leave unproven: anchors the database
     records without their file, and a trail gone unanchored too long.
     (row or None, problem) each; empty when nothing is missing."""
-    problems = anchors_missing(found)
+    problems = anchors_missing(found) + anchors_signed(found)
     fresh = anchors_freshness(found, now=now)
     if fresh.problem:
         problems.append((fresh.first_unanchored, fresh.problem))

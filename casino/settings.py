@@ -89,6 +89,69 @@ if TRAIL_KEY in TRAIL_OLD_KEYS:
         "Environment variable TRAIL_OLD_KEYS: must not hold the current TRAIL_KEY"
     )
 
+# Anchors and report stamps carry an Ed25519 signature (casino/signing.py): the
+# private key from the environment only (a PEM or base64 of the raw 32-byte
+# seed, or a file holding either), never in the database; its public half is
+# served at /trail/keys.json. A dev key (derived from TRAIL_KEY) only with
+# DEBUG on.
+def _signing_settings():
+    from casino.signing import (
+        SigningKeyError,
+        dev_seed,
+        old_keys_from_text,
+        public_of,
+        seed_from_text,
+        when_text,
+    )
+
+    text = _read("TRAIL_SIGNING_KEY", env.str, default="")
+    path = _read("TRAIL_SIGNING_KEY_FILE", env.str, default="")
+    if text and path:
+        raise ImproperlyConfigured(
+            "Environment variables TRAIL_SIGNING_KEY and TRAIL_SIGNING_KEY_FILE: "
+            "set one, not both"
+        )
+    name = "TRAIL_SIGNING_KEY_FILE" if path else "TRAIL_SIGNING_KEY"
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"Environment variable {name}: {exc}") from exc
+    try:
+        if text:
+            seed = seed_from_text(text)
+        elif DEBUG:
+            seed = dev_seed(TRAIL_KEY)
+        else:
+            raise ImproperlyConfigured(
+                "Environment variable TRAIL_SIGNING_KEY (or TRAIL_SIGNING_KEY_FILE) "
+                "is required when DEBUG is off: the Ed25519 key that signs anchors "
+                "and report stamps (`manage.py trail_signing_key --new` makes one)."
+            )
+    except SigningKeyError as exc:
+        raise ImproperlyConfigured(f"Environment variable {name}: {exc}") from exc
+    try:
+        since = when_text(_read("TRAIL_SIGNING_KEY_FROM", env.str, default=""))
+    except SigningKeyError as exc:
+        raise ImproperlyConfigured(
+            f"Environment variable TRAIL_SIGNING_KEY_FROM: {exc}") from exc
+    try:
+        old = old_keys_from_text(_read("TRAIL_OLD_SIGNING_KEYS", env.str, default=""))
+    except SigningKeyError as exc:
+        raise ImproperlyConfigured(
+            f"Environment variable TRAIL_OLD_SIGNING_KEYS: {exc}") from exc
+    if any(k["public"] == public_of(seed) for k in old):
+        raise ImproperlyConfigured(
+            "Environment variable TRAIL_OLD_SIGNING_KEYS: must not hold the current "
+            "TRAIL_SIGNING_KEY's public key"
+        )
+    return seed, since, old
+
+
+TRAIL_SIGNING_KEY, TRAIL_SIGNING_KEY_FROM, TRAIL_OLD_SIGNING_KEYS = (
+    _signing_settings()
+)
+
 ALLOWED_HOSTS = _read(
     "ALLOWED_HOSTS", env.list, default=["127.0.0.1", "localhost", "testserver"]
 )

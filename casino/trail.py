@@ -758,17 +758,26 @@ def trail_verify(
     """The whole check: the chain, every anchor written out (and `anchor`,
     one noted by hand), and every ledger row against the trail. Anchors are
     expected (casino/anchors.py anchors_expected): every anchor the database
-    records must have its file, and the trail must not have gone unanchored
-    for more than 2 x TRAIL_ANCHOR_MINUTES (at `now`). `anchors=False`
+    records must have its file, every anchor's Ed25519 signature must hold
+    (casino/signing.py) and its public link match the row's, and the trail
+    must not have gone unanchored for more than 2 x TRAIL_ANCHOR_MINUTES (at
+    `now`). `anchors=False`
     checks the chain and the ledger alone (the test suite after each test)."""
     from dataclasses import replace
 
-    from .anchors import AnchorError, anchors_expected, anchors_list, anchors_read
+    from .anchors import (
+        AnchorError,
+        anchors_expected,
+        anchors_links,
+        anchors_list,
+        anchors_read,
+    )
     from .models import ChangeLog
 
     try:
         found = anchors_list() if anchors else []
         known = anchors_read(found)
+        links = anchors_links(found)
     except AnchorError as exc:
         return TrailCheck(0, None, GENESIS, None, str(exc))
     if anchor is not None:
@@ -779,7 +788,8 @@ def trail_verify(
                 f"the anchor on file ({known[anchor[0]]})",
             )
         known[anchor[0]] = anchor[1]
-    check = verify_rows(iter_rows(ChangeLog.objects.all()), known, ledger=ledger)
+    check = verify_rows(iter_rows(ChangeLog.objects.all()), known, ledger=ledger,
+                        anchor_links=links)
     expected = anchors_expected(found, now=now) if anchors else []
     if not expected:
         return check

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from casino.api import IdConverter
 from casino.tokens import TokenRevokeView
+from casino.views import trail_keys
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
 # 500). Registered here, before the includes below are imported.
@@ -35,6 +36,8 @@ urlpatterns = [
     path("floor/", include("audit.urls")),
     path("reports/", include("audit.reports.urls")),
     path("tableaux/", include("audit.tableaux_urls")),
+    # the casino's public signing keys (casino/signing.py): for anyone
+    path("trail/keys.json", trail_keys, name="trail-keys"),
     path("", include("tables.urls")),
 ]
 

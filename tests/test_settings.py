@@ -17,7 +17,10 @@ def start(**env) -> subprocess.CompletedProcess:
         k: v
         for k, v in os.environ.items()
         if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "TRAIL_KEY",
-                     "REPORTS_DATABASE_URL", "MIGRATE_DATABASE_URL"}
+                     "REPORTS_DATABASE_URL", "MIGRATE_DATABASE_URL",
+                     "TRAIL_SIGNING_KEY", "TRAIL_SIGNING_KEY_FILE",
+                     "TRAIL_OLD_SIGNING_KEYS", "TRAIL_SIGNING_KEY_FROM",
+                     "TRAIL_TSA_URL", "TRAIL_TSA_CA_FILE"}
     }
     clean.update(env)
     return subprocess.run(
@@ -49,6 +52,19 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"DEBUG": "0", "SECRET_KEY": "s" * 60}, "TRAIL_KEY"),
         ({"TRAIL_KEY": "too-short"}, "TRAIL_KEY"),
         ({"TRAIL_KEY": "k" * 40, "TRAIL_OLD_KEYS": "k" * 40}, "TRAIL_OLD_KEYS"),
+        # the Ed25519 key of anchors and stamps: required in production, read
+        # as a PEM or the base64 of its 32-byte seed, never half-understood
+        ({"DEBUG": "0", "SECRET_KEY": "s" * 60, "TRAIL_KEY": "t" * 64},
+         "TRAIL_SIGNING_KEY"),
+        ({"TRAIL_SIGNING_KEY": "not a key"}, "TRAIL_SIGNING_KEY"),
+        ({"TRAIL_SIGNING_KEY": "AAAA"}, "TRAIL_SIGNING_KEY"),
+        ({"TRAIL_SIGNING_KEY_FILE": "/nonexistent/key.pem"},
+         "TRAIL_SIGNING_KEY_FILE"),
+        ({"TRAIL_OLD_SIGNING_KEYS": "AAAA;2024-01-01;2025-01-01"},
+         "TRAIL_OLD_SIGNING_KEYS"),
+        ({"TRAIL_OLD_SIGNING_KEYS": "A" * 43 + "=;last year;"},
+         "TRAIL_OLD_SIGNING_KEYS"),
+        ({"TRAIL_SIGNING_KEY_FROM": "yesterday"}, "TRAIL_SIGNING_KEY_FROM"),
         ({"TRAIL_ANCHOR_MINUTES": "0"}, "TRAIL_ANCHOR_MINUTES"),
         ({"TRAIL_ANCHOR_MINUTES": "often"}, "TRAIL_ANCHOR_MINUTES"),
         ({"DB_STATEMENT_TIMEOUT": "0"}, "DB_STATEMENT_TIMEOUT"),
@@ -93,6 +109,7 @@ def test_production_settings_pass_check_deploy():
         DEBUG="0",
         SECRET_KEY="x" * 60 + "-production-secret-for-the-test",
         TRAIL_KEY="t" * 64,
+        TRAIL_SIGNING_KEY="B" * 43 + "=",
         ALLOWED_HOSTS="casino.example",
     )
     result = subprocess.run(

@@ -12,6 +12,7 @@ import io
 from django.template.loader import render_to_string
 
 from .sheets import DECIMAL, FLAG, INT, MONEY, Document, rules_text
+from .writers import signer_text
 
 
 def commission_chart_svg(report) -> str:
@@ -113,6 +114,7 @@ def render_html(doc: Document, progress=None) -> str:
     return render_to_string("reports/pdf.html", {
         "doc": doc, "stamp": doc.stamp, "sheets": sheets, "chart": chart,
         "rules": [rules_text(r) for r in doc.stamp["house_rules"]],
+        "signer": signer_text(doc.stamp),
     })
 
 

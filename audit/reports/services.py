@@ -275,6 +275,7 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
             stamp = sheets.make_stamp(kind=job.kind, params=job.params, user=user,
                                       rules=_detail_rules(job.params))
             stamp.update(_read_position(job, position))
+            stamp = sheets.stamp_signed(stamp)
             expected = detail.coups_expected(job.params)
             ReportJob.objects.filter(pk=job.pk).update(rows_expected=expected)
             rows = detail.write_coups_csv(
@@ -290,6 +291,7 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
     with replica.reading(), replica.snapshot() as position:
         doc = build(params=job.params, user=user)
     doc.stamp.update(_read_position(job, position))
+    doc.stamp = sheets.stamp_signed(doc.stamp)
     # The data is read: the rows to write are known before the first is
     # written, and progress is counted against them as the writer goes.
     expected = sum(len(s.rows) for s in doc.sheets)

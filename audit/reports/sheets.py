@@ -85,7 +85,22 @@ def make_stamp(*, kind: str, params: dict, user, rules: list[dict]) -> dict:
         "generated_at": timezone.localtime().isoformat(timespec="seconds"),
         "generated_by": user.username if user else "nightly schedule",
         "trail_anchor": f"row {anchor.row} {anchor.hash}" if anchor else "",
+        # the anchored row's public link (casino/trail.py): what an outsider
+        # walks the log to, with no key
+        "trail_anchor_link": anchor.link if anchor else "",
     }
+
+
+def stamp_signed(stamp: dict) -> dict:
+    """The finished stamp (its data position added) signed with the casino's
+    Ed25519 key (casino/signing.py: the statement is the stamp's canonical
+    JSON without "signature"; "signing_key_id" is in it). Signed as the
+    database will give it back (plain JSON values)."""
+    import json
+
+    from casino.signing import stamp_sign
+
+    return stamp_sign(json.loads(json.dumps(stamp)))
 
 
 def rules_text(rule: dict) -> str:

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from casino.api import parse_id
 from casino.roles import has_capability
+from casino.signing import KEYS_URL
 from tables.errors import Invalid, ServiceError
 from tables.models import HouseRules, Table, TableauVersion
 from tables.services import gaming_day_for
@@ -164,6 +165,7 @@ def job_page(request, pk: int):
     job = get_object_or_404(ReportJob.objects.select_related("requested_by"), pk=pk)
     return render(request, "reports/job.html", {
         "job": job, "stamp_json": json.dumps(job.stamp, indent=2),
+        "keys_url": KEYS_URL,
     })
 
 

@@ -61,9 +61,26 @@ def stamp_lines(stamp: dict) -> list[tuple[str, str]]:
     ]
     if stamp.get("trail_anchor"):
         lines.append(("trail anchor", stamp["trail_anchor"]))
+    if stamp.get("trail_anchor_link"):
+        lines.append(("trail anchor link", stamp["trail_anchor_link"]))
     if stamp.get("data_position"):  # casino.replica.Position.text()
         lines.append(("data", stamp["data_position"]))
+    if stamp.get("signature"):  # casino/signing.py
+        lines += [
+            ("signed by", signer_text(stamp)),
+            ("signature", stamp["signature"]),
+        ]
     return lines
+
+
+def signer_text(stamp: dict) -> str:
+    """Which key signed the stamp, and where its public half is (the key id is
+    the key's fingerprint)."""
+    from casino.signing import ALGORITHM, KEYS_URL
+
+    return (f"{ALGORITHM} key {stamp.get('signing_key_id', '')} (fingerprint; "
+            f"public key at {KEYS_URL}; the signature is over this stamp's "
+            "fields but the signature, as stored with the report)")
 
 
 def write_stamp(w, stamp: dict) -> None:

@@ -6,6 +6,7 @@ more than 2 x TRAIL_ANCHOR_MINUTES, fails verification (issue 23, item 3)."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -31,9 +32,13 @@ def test_the_command_anchors_the_head_in_a_read_only_file(played, settings):
     assert f"Anchored row {head.pk} digest {head.hash}" in out.getvalue()
     [anchor] = anchors_list()
     path = settings.TRAIL_ANCHOR_DIR / anchor.file
-    assert json.loads(path.read_text()) | {"at": None} == {
-        "row": head.pk, "hash": head.hash, "reason": "before the inspection",
-        "at": None}
+    data = json.loads(path.read_text())
+    assert data | {"at": None, "signature": None} == {
+        "row": head.pk, "hash": head.hash, "link": head.link,
+        "reason": "before the inspection", "at": None, "signature": None,
+        "signing_key_id": anchor.signing_key_id, "tsa_token": None}
+    assert data["at"].endswith("Z") and len(data["at"]) == 27
+    assert len(base64.b64decode(data["signature"])) == 64
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o444  # nobody rewrites it
     out = io.StringIO()
     call_command("verify_trail", stdout=out)
