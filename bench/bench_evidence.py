@@ -34,7 +34,6 @@ import base64
 import json
 import multiprocessing
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -140,7 +139,6 @@ def fill(args) -> float:
 
 
 def measure(days: int, args) -> dict:
-    from audit.evidence.build import evidence_build
     from tables.models import Coup
 
     last = START + timedelta(days=days - 1)

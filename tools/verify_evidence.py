@@ -75,6 +75,7 @@ GENESIS = "0" * 64
 PARTS = ("ledger.jsonl", "context.jsonl", "log.jsonl", "anchors.jsonl",
          "report.json")
 MAX_PROBLEMS = 50
+CHILD_LABELS = ("tables.stake", "tables.finding")  # keyed "coup#position"
 ZERO = Decimal("0.00")
 
 
@@ -290,6 +291,79 @@ def _imprint(tst: bytes) -> tuple[str, bytes]:
     return _oid(tst[oid_el[2]:oid_el[3]]), tst[digest[2]:digest[3]]
 
 
+# -- what the log names -----------------------------------------------------------
+
+class Named:
+    """Every ledger row the log windows name, with the digest the latest of
+    them recorded: an index on disk (SQLite, standard library) rather than a
+    map in memory, so that a month's 3M rows take a few MB of memory, not a
+    few GB. Each row of the bundle is looked up once and marked seen; what
+    the log names and the bundle should hold but does not is what is left
+    unseen (`missing`)."""
+
+    SCHEMA = """
+        CREATE TABLE named (label TEXT, key TEXT, digest TEXT, rid INTEGER,
+                            parent INTEGER, seen INTEGER DEFAULT 0,
+                            PRIMARY KEY (label, key)) WITHOUT ROWID;
+        CREATE TABLE shoes (id INTEGER PRIMARY KEY);
+    """
+
+    def __init__(self):
+        import sqlite3
+        import tempfile
+
+        self.folder = tempfile.TemporaryDirectory(prefix="verify-evidence-")
+        self.db = sqlite3.connect(Path(self.folder.name) / "named.sqlite",
+                                  isolation_level=None)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF",
+                       "cache_size = -65536", "temp_store = FILE"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.executescript(self.SCHEMA)
+        self.db.execute("BEGIN")
+        self.pending: list[tuple] = []
+
+    def add(self, label: str, key: str, digest, rid: int, parent) -> None:
+        self.pending.append((label, key, digest, rid, parent))
+        if len(self.pending) >= 20000:
+            self.flush()
+
+    def flush(self) -> None:
+        # in log order: a later row naming the same key replaces the earlier
+        self.db.executemany("INSERT OR REPLACE INTO named (label, key, digest, "
+                            "rid, parent) VALUES (?, ?, ?, ?, ?)", self.pending)
+        self.pending = []
+
+    def take(self, label: str, key: str) -> tuple | None:
+        """(digest, rid, times seen) of the latest log row naming the row;
+        marks it seen."""
+        return self.db.execute(
+            "UPDATE named SET seen = seen + 1 WHERE label = ? AND key = ? "
+            "RETURNING digest, rid, seen", (label, key)).fetchone()
+
+    def shoe(self, pk: int) -> None:
+        self.db.execute("INSERT OR IGNORE INTO shoes VALUES (?)", (pk,))
+
+    def missing(self) -> list[tuple]:
+        """(label, key, rid, shoe) of each stake and finding the log wrote
+        for a coup of the bundle, and each coup it wrote in a shoe of the
+        bundle, that the bundle does not hold (a row removed)."""
+        return self.db.execute("""
+            SELECT c.label, c.key, c.rid, NULL FROM named c
+              JOIN named p ON p.label = 'tables.coup'
+                          AND p.key = CAST(c.parent AS TEXT) AND p.seen > 0
+             WHERE c.label IN ('tables.stake', 'tables.finding') AND c.seen = 0
+               AND c.digest IS NOT NULL
+            UNION ALL
+            SELECT label, key, rid, parent FROM named
+             WHERE label = 'tables.coup' AND seen = 0 AND digest IS NOT NULL
+               AND parent IN (SELECT id FROM shoes)
+             ORDER BY 1, 2""").fetchall()
+
+    def close(self) -> None:
+        self.db.close()
+        self.folder.cleanup()
+
+
 # -- the verification ------------------------------------------------------------
 
 class Problems(list):
@@ -323,7 +397,7 @@ class Verifier:
         self.path, self.keys, self.tsa_cert = bundle, keys, tsa_cert
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
-        self.latest: dict[str, dict] = {}
+        self.named = Named()
         self.sums: dict[tuple, dict] = {}
         self.counts = Counter()
         self.notes: list[str] = []
@@ -385,7 +459,8 @@ class Verifier:
         for a in anchors:
             what = f"anchor of row {a.get('row')}"
             problem = signature_check(self.keys, statement_bytes(a),
-                                      a.get("signature"), a.get("key_id"), what)
+                                      a.get("signature"), a.get("signing_key_id"),
+                                      what)
             if problem:
                 self.problems.add(problem)
             if self.tsa_cert is None:
@@ -432,14 +507,15 @@ class Verifier:
                 for label, entries in (r.get("ledger") or {}).items():
                     if label not in carried:
                         continue
-                    mine = self.latest.setdefault(label, {})
-                    shoe = None
+                    parent = None
                     if label == "tables.coup" and isinstance(r.get("new"), dict):
-                        shoe = r["new"].get("shoe")
+                        parent = r["new"].get("shoe")
                     for k, digest in entries.items():
                         if type(digest) is list:
                             digest = digest[1]
-                        mine[k] = (digest, rid, shoe)
+                        if label in CHILD_LABELS:
+                            parent = int(k.partition("#")[0])
+                        self.named.add(label, k, digest, rid, parent)
                 prev, last_id = link, rid
                 if rid == window["last"]:
                     break
@@ -453,6 +529,7 @@ class Verifier:
                     f"log row {last_id}: its link is not the signed anchor's "
                     "(the log was rewritten up to the anchor)")
             self.counts["log rows"] += n
+        self.named.flush()
 
     # 4 and 5. the ledger, session by session
     def check_ledger(self) -> None:
@@ -484,45 +561,33 @@ class Verifier:
         self.leftovers()
 
     def bound(self, label: str, key: str, row: dict, pk) -> None:
-        found = self.latest.get(label, {}).pop(key, None)
+        found = self.named.take(label, key)
         what = name_of(label, key)
         if found is None:
             self.problems.add(f"{what}: no log row in the bundle wrote it "
                               "(inserted behind the application's back)")
+        elif found[2] > 1:
+            self.problems.add(f"{what}: in the bundle {found[2]} times")
         elif found[0] is None:
             self.problems.add(f"{what}: log row {found[1]} deleted it, yet it is "
                               "in the bundle")
         elif sha256_hex(dumps(row).encode("utf-8")) != found[0]:
             self.problems.add(f"{what}: differs from what log row {found[1]} "
                               "recorded (the row was edited)")
-        if label == "tables.coup":
-            self.coup_keys.add(key)
-
-    coup_keys: set = set()
 
     def leftovers(self) -> None:
         """Rows the log names that the bundle should hold and does not."""
-        shoes = self.shoe_ids
-        for label in ("tables.stake", "tables.finding"):
-            for key, (digest, rid, _) in sorted(self.latest.get(label, {}).items()):
-                if digest is not None and key.partition("#")[0] in self.coup_keys:
-                    self.problems.add(f"{name_of(label, key)}: written by log row "
-                                      f"{rid}, missing from the bundle")
-        for key, (digest, rid, shoe) in sorted(
-                self.latest.get("tables.coup", {}).items()):
-            if digest is not None and shoe in shoes:
-                self.problems.add(f"coup {key} (shoe {shoe}): written by log row "
-                                  f"{rid}, missing from the bundle")
-
-    shoe_ids: set = set()
+        for label, key, rid, shoe in self.named.missing():
+            where = f" (shoe {shoe})" if shoe is not None else ""
+            self.problems.add(f"{name_of(label, key)}{where}: written by log row "
+                              f"{rid}, missing from the bundle")
 
     # 6. the report
     def check_report(self) -> dict:
         data = json.loads(self.zip.read("report.json"))
         stamp, rows = data.get("stamp", {}), data.get("rows", [])
-        sig = data.get("signature") or {}
         problem = signature_check(self.keys, stamp_bytes(stamp),
-                                  sig.get("signature"), sig.get("key_id"),
+                                  stamp.get("signature"), stamp.get("signing_key_id"),
                                   "the report's stamp")
         if problem:
             self.problems.add(problem)
@@ -565,14 +630,19 @@ class Verifier:
         self.check_parts()
         anchors = self.check_anchors()
         self.check_log(anchors)
-        self.shoe_ids, self.coup_keys = set(), set()
-        self.check_ledger()
+        try:
+            self.check_ledger()
+        finally:
+            self.named.close()
         self.report = self.check_report()
         return 1 if self.problems else 0
 
 
 def stamp_bytes(stamp: dict) -> bytes:
-    return dumps(stamp).encode("utf-8")
+    """What a stamp's signature is over (casino/signing.py stamp_statement):
+    its canonical JSON without "signature" ("signing_key_id" is in it)."""
+    return dumps({k: v for k, v in stamp.items() if k != "signature"}
+                 ).encode("utf-8")
 
 
 def when(at) -> str:
@@ -620,7 +690,7 @@ class SessionWalk:
         pk = row["_id"]
         if label == "tables.shoe":
             self.shoes[pk] = row
-            self.v.shoe_ids.add(pk)
+            self.v.named.shoe(pk)
             self.shoe_runs[pk] = {"dealt": 0, "seen": Counter(), "seqs": []}
         elif label == "tables.bankerturn":
             self.turns[pk] = row

@@ -30,10 +30,11 @@ from django.conf import settings
 from django.db.models import Max, Min, Sum
 
 from casino.models import ChangeLog, Seal
-from casino.trail import BOUND, GENESIS, _dumps, _when
+from casino.trail import GENESIS, _dumps, _when
 from tables.models import Table, TableDayRollup
 
 from . import signed
+from .ledger import CHILDREN, Keys, write_ledger
 from .rows import LABELS, fields_of, keyed_rows
 from .select import Selection, period_select
 from .zipout import Bundle
@@ -46,7 +47,6 @@ LOG_FIELDS = ("id", "at", "user_id", "device", "action", "object_type",
 # Rows that may be older than the period's first session: found through the
 # trail's index (casino.Seal) when the main window does not name them.
 OLDER = ("tables.tableauversion", "tables.table", "tables.houserules")
-CHILDREN = {label for label in LABELS if BOUND[label]}
 
 
 class EvidenceError(Exception):
@@ -59,11 +59,12 @@ def _line(obj) -> bytes:
 
 class _Progress:
     def __init__(self, callback: Callable[[int, int], None] | None):
-        self.callback, self.done, self.expected = callback, 0, 0
+        self.callback, self.done, self.expected, self.due = callback, 0, 0, CHUNK
 
     def step(self, n: int = 1) -> None:
         self.done += n
-        if self.callback and self.done % CHUNK == 0:
+        if self.callback and self.done >= self.due:
+            self.due = self.done + CHUNK
             self.callback(self.done, self.expected)
 
     def end(self) -> None:
@@ -80,10 +81,12 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     prog.expected = sum(querysets[label].count() for label in LABELS)
     bundle = Bundle(path)
     try:
-        members = _write_ledger(bundle, querysets, sel.sessions, prog)
+        with bundle.part("ledger.jsonl") as part:
+            members = write_ledger(part, querysets, sel.sessions, prog.step)
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
-                part.write(_line({"label": "audit.flag", "id": pk, "row": row}))
+                part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
+                           .encode())
         windows, anchors = _windows(sel, members)
         prog.expected += sum(_count(w) for w in windows)
         with bundle.part("log.jsonl") as part:
@@ -114,82 +117,12 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     return manifest
 
 
-# -- the ledger -----------------------------------------------------------------
-
-GLOBAL = ("tables.tableauversion", "tables.table", "tables.houserules")
-PER_SESSION = ("tables.shoe", "tables.shoefinding", "tables.shoerelease",
-               "tables.bankerturn")
-AFTER_COUPS = ("audit.cagnottecount", "audit.cagnotteattestation")
-SESSION_OF = {
-    "tables.shoe": "session_id", "tables.shoefinding": "shoe__session_id",
-    "tables.shoerelease": "shoe__session_id", "tables.bankerturn": "session_id",
-    "tables.coup": "shoe__session_id", "tables.stake": "coup__shoe__session_id",
-    "tables.finding": "coup__shoe__session_id",
-    "audit.cagnottecount": "session_id",
-    "audit.cagnotteattestation": "count__session_id",
-}
-
-
-def _write_ledger(bundle: Bundle, querysets: dict, sessions: list[int],
-                  prog: _Progress) -> dict[str, set[str]]:
-    """ledger.jsonl: {"label", "key", "id", "row"} per row. The tableau
-    versions, tables and house rules; then session by session: the session,
-    its shoes (their findings and releases), its turns, its coups in dealing
-    order each followed by its stakes and findings, its counts and their
-    attestations; the flag decisions last. So the verifier walks one session
-    at a time. Returns the keys written per label (child rows: none, their
-    parents' keys stand for them)."""
-    members: dict[str, set[str]] = {label: set() for label in LABELS}
-
-    def emit(part, label, rows) -> None:
-        for key, pk, row in rows:
-            if label not in CHILDREN:
-                members[label].add(key)
-            part.write(_line({"label": label, "key": key, "id": pk, "row": row}))
-            prog.step()
-
-    with bundle.part("ledger.jsonl") as part:
-        for label in GLOBAL:
-            emit(part, label, keyed_rows(label, querysets[label]))
-        for sid in sessions:
-            emit(part, "tables.tablesession", keyed_rows(
-                "tables.tablesession", querysets["tables.tablesession"]
-                .filter(pk=sid)))
-            mine = {label: querysets[label].filter(**{SESSION_OF[label]: sid})
-                    for label in SESSION_OF}
-            shoes = list(keyed_rows("tables.shoe", mine["tables.shoe"]))
-            emit(part, "tables.shoe", shoes)
-            for label in PER_SESSION[1:]:
-                emit(part, label, keyed_rows(label, mine[label]))
-            number = {pk: row["number"] for _, pk, row in shoes}
-            coups = sorted(keyed_rows("tables.coup", mine["tables.coup"]),
-                           key=lambda c: (number[c[2]["shoe_id"]], c[2]["seq"],
-                                          c[2].get("revision", 1)))
-            children = {label: _by_parent(keyed_rows(label, mine[label]))
-                        for label in ("tables.stake", "tables.finding")}
-            for coup in coups:
-                emit(part, "tables.coup", [coup])
-                for label in ("tables.stake", "tables.finding"):
-                    emit(part, label, children[label].get(coup[1], ()))
-            for label in AFTER_COUPS:
-                emit(part, label, keyed_rows(label, mine[label]))
-        emit(part, "audit.flagevent", keyed_rows("audit.flagevent",
-                                                 querysets["audit.flagevent"]))
-    return members
-
-
-def _by_parent(rows) -> dict[int, list]:
-    out: dict[int, list] = {}
-    for key, pk, row in rows:
-        out.setdefault(int(key.partition("#")[0]), []).append((key, pk, row))
-    return out
-
-
 # -- the log segment ----------------------------------------------------------------
 
-def _writers(lo: int, members: dict[str, set[str]]) -> tuple[int, dict]:
-    """Scan the log from row `lo` to its head: the latest row naming any
-    bundle row, and which of the older kinds it names."""
+def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
+    """Scan the log from row `lo` to its head (id and ledger only): the
+    latest row naming any bundle row, and which of the older kinds it names
+    (by pk)."""
     coups = members["tables.coup"]
     latest, found = 0, {label: set() for label in OLDER}
     last = lo - 1
@@ -201,21 +134,21 @@ def _writers(lo: int, members: dict[str, set[str]]) -> tuple[int, dict]:
         for rid, ledger in page:
             for label, entries in (ledger or {}).items():
                 if label in CHILDREN:
-                    if any(k.partition("#")[0] in coups for k in entries):
+                    if any(int(k.partition("#")[0]) in coups for k in entries):
                         latest = rid
                     continue
                 keys = members.get(label)
                 if not keys:
                     continue
-                named = keys.intersection(entries)
+                named = [int(k) for k in entries if int(k) in keys]
                 if named:
                     latest = rid
                     if label in found:
-                        found[label] |= named
+                        found[label].update(named)
         last = page[-1][0]
 
 
-def _windows(sel: Selection, members: dict[str, set[str]]
+def _windows(sel: Selection, members: dict[str, Keys]
              ) -> tuple[list[dict], list[dict]]:
     if not sel.sessions:
         return [], []
@@ -227,18 +160,18 @@ def _windows(sel: Selection, members: dict[str, set[str]]
     latest, found = _writers(opened, members)
     needed = [(opened, max(latest, opened))]
     for label in OLDER:
-        missing = sorted(members[label] - found[label])
+        missing = sorted(set(members[label]) - found[label])
         if missing:
-            older = (Seal.objects.filter(label=label, key__in=missing)
+            older = (Seal.objects.filter(label=label,
+                                         key__in=[str(pk) for pk in missing])
                      .values("key").annotate(m=Max("log_id")))
             needed += [(r["m"], r["m"]) for r in older]
     spans = []
+    on_file = signed.Anchors()
     for start, end in sorted(needed):
-        anchor = signed.anchor_covering(end)
+        anchor = on_file.covering(end)
         if anchor is None:
-            raise EvidenceError(
-                f"no signed anchor covers trail row {end}: is TRAIL_SIGNING_KEY "
-                "set? (`manage.py trail_anchor` takes one)")
+            raise EvidenceError(f"no signed anchor covers trail row {end}")
         if spans and start <= spans[-1][1] + 1:
             if anchor["row"] > spans[-1][1]:
                 spans[-1][1:] = [anchor["row"], anchor]
@@ -247,8 +180,7 @@ def _windows(sel: Selection, members: dict[str, set[str]]
     windows, anchors = [], []
     for start, end, anchor in spans:
         seed = (ChangeLog.objects.filter(id__lt=start).order_by("-id")
-                .values_list("id", flat=True).first())
-        seed = (seed, signed._link(seed)) if seed else None
+                .values_list("id", "link").first())
         windows.append({"first": start, "last": end,
                         "seed_row": seed[0] if seed else None,
                         "seed": seed[1] if seed else GENESIS})
@@ -261,31 +193,15 @@ def _count(window: dict) -> int:
                                     id__lte=window["last"]).count()
 
 
-_INTERIM: dict[int, str] = {}
-
-
-def _links(upto: int) -> dict[int, str]:
-    """Interim (signed.links) while the change log has no link column."""
-    if upto not in _INTERIM:
-        _INTERIM.clear()
-        _INTERIM.update(signed.links(upto))
-    return _INTERIM
-
-
 def _write_log(part, window: dict, prog: _Progress) -> None:
     last = window["first"] - 1
-    column = signed.has_link_column()
-    fields = LOG_FIELDS if column else [f for f in LOG_FIELDS if f != "link"]
-    computed = {} if column else _links(window["last"])
     while True:
         page = list(ChangeLog.objects.filter(id__gt=last, id__lte=window["last"])
-                    .order_by("id").values(*fields)[:CHUNK])
+                    .order_by("id").values(*LOG_FIELDS)[:CHUNK])
         if not page:
             return
         for row in page:
             row["at"] = _when(row["at"])
-            if not column:
-                row["link"] = computed[row["id"]]
             part.write(_line(row))
         prog.step(len(page))
         last = page[-1]["id"]
@@ -330,13 +246,14 @@ def _report(sel: Selection, closing: dict | None) -> dict:
         "group_by": "table and gaming day",
         "rows_sha256": _rows_digest(rows),
         "total": total,
-        "trail_anchor": (f"row {closing['row']} {closing['link']}"
+        "trail_anchor": (f"row {closing['row']} {closing['hash']}"
                          if closing else ""),
+        "trail_anchor_link": closing["link"] if closing else "",
         # the closing anchor's time, not the build's: the same bytes each time
         "generated_at": closing["at"] if closing else "",
         "software_version": software_version(),
     }
-    return {"stamp": stamp, "signature": signed.sign_stamp(stamp), "rows": rows}
+    return {"stamp": signed.stamp_signed(stamp), "rows": rows}
 
 
 def _dec(text: str):

@@ -10,13 +10,20 @@ read every field of a row back.
 
 from __future__ import annotations
 
-import hashlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
 from django.apps import apps
 
-from casino.trail import _UNSET, BOUND, BOUND_ONLY, _canonical, _dumps, _plan
+from casino.trail import (
+    _DECIMAL,
+    _UNSET,
+    BOUND,
+    BOUND_ONLY,
+    _canonical,
+    _plan,
+)
 
 # The ledger rows a bundle carries, in the order its ledger part lists them.
 LABELS = (
@@ -57,35 +64,61 @@ def attnames(label: str) -> list[str]:
     return [p[0] for p in _plan(model_of(label))]
 
 
-def content(label: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The dict `ledger_digest` hashes, from a row's values by attname."""
-    out = {}
-    for attname, kind, quant, omit in _plan(model_of(label)):
-        value = values[attname]
-        if omit is not _UNSET and value == omit:
-            continue
-        out[attname] = _canonical(kind, quant, value)
-    return out
+_PLAIN = (str, int, bool, list, dict)
 
 
-def digest(row_content: dict[str, Any]) -> str:
-    return hashlib.sha256(_dumps(row_content).encode("utf-8")).hexdigest()
+def _converter(label: str):
+    """`content` for rows read back from the database, compiled once per
+    label: a value of a plain type (a JSON field's value, decoded, is plain
+    JSON already) is kept as it is; the others go through the trail's own
+    `_canonical` (decimals, times, dates)."""
+    plan = [(attname, kind, quant, omit, omit is not _UNSET)
+            for attname, kind, quant, omit in _plan(model_of(label))]
+
+    def convert(values: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for attname, kind, quant, omit, omittable in plan:
+            value = values[attname]
+            if omittable and value == omit:
+                continue
+            if value is None or (kind != _DECIMAL and type(value) in _PLAIN):
+                out[attname] = value
+            else:
+                out[attname] = _canonical(kind, quant, value)
+        return out
+
+    return convert
 
 
-def keyed_rows(label: str, queryset, chunk: int = 5000
-               ) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """(key, pk, content) of each row of `queryset` (a queryset of the
-    label's model), in key order, filed as the trail files them: by pk, or
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False).encode
+
+
+def keyed_rows(label: str, queryset, chunk: int = 2000, *,
+               order: tuple[str, ...] | None = None, session: str | None = None
+               ) -> Iterator[tuple]:
+    """(key, pk, content's canonical JSON) of each row of `queryset` (a
+    queryset of the label's model), filed as the trail files them: by pk, or
     "parent#position" for child rows (their position among the parent's
-    rows in pk order, as casino.trail._ledger_rows numbers them). A child
-    queryset must hold whole parents."""
+    rows in pk order, as casino.trail._ledger_rows numbers them). Ordered by
+    `order` (default: the key's), which must keep a child's parent's rows
+    together in pk order; with `session` (a lookup path), each item starts
+    with that value (the session id). A child queryset must hold whole
+    parents."""
     parent = BOUND.get(label)
     names = attnames(label)
     extra = [parent] if parent and parent not in names else []
     qs = queryset.filter(**BOUND_ONLY.get(label, {}))
-    qs = qs.order_by(*(parent, "pk") if parent else ("pk",))
+    qs = qs.order_by(*(order or ((parent, "pk") if parent else ("pk",))))
+    fields = ["pk", *names, *extra]
+    if session:
+        from django.db.models import F
+
+        qs = qs.annotate(_session=F(session))
+        fields.append("_session")
+    convert, encode = _converter(label), _ENCODE
     last_parent, n = object(), 0
-    for values in qs.values("pk", *names, *extra).iterator(chunk_size=chunk):
+    for values in qs.values(*fields).iterator(chunk_size=chunk):
         pk = values["pk"]
         if parent is None:
             key = str(pk)
@@ -94,4 +127,8 @@ def keyed_rows(label: str, queryset, chunk: int = 5000
             n = n + 1 if pid == last_parent else 0
             last_parent = pid
             key = f"{pid}#{n}"
-        yield key, pk, content(label, values)
+        row_json = encode(convert(values))
+        if session:
+            yield values["_session"], key, pk, row_json
+        else:
+            yield key, pk, row_json

@@ -4,7 +4,6 @@ barred from import."""
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import sys
@@ -54,7 +53,7 @@ def signing_key(settings, tmp_path):
     raw = key.private_bytes(serialization.Encoding.Raw,
                             serialization.PrivateFormat.Raw,
                             serialization.NoEncryption())
-    settings.TRAIL_SIGNING_KEY = base64.b64encode(raw).decode()
+    settings.TRAIL_SIGNING_KEY = raw  # as casino/settings.py reads it: the seed
     pem = tmp_path / "casino.pem"
     pem.write_bytes(key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
@@ -72,6 +71,14 @@ def verify(tmp_path):
                               capture_output=True, text=True, timeout=300)
 
     return run
+
+
+def statement(anchor: dict) -> bytes:
+    """What an anchor's signature and token are over (casino/signing.py)."""
+    from casino.signing import anchor_statement
+
+    return anchor_statement(**{k: anchor[k] for k in ("row", "link", "hash", "at",
+                                                      "reason")})
 
 
 def rewrite(bundle: Path, out: Path, edit) -> Path:

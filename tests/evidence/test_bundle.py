@@ -11,11 +11,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from audit.evidence.build import evidence_build
-from audit.evidence.signed import key_id, statement
+from casino.signing import key_id
 from tables.models import Coup
 from tables.simulation import simulate
 
-from .conftest import rewrite
+from .conftest import rewrite, statement
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_an_anchor_signed_by_another_key(bundle, tmp_path, check):
             return None
         lines[0]["signature"] = base64.b64encode(
             other.sign(statement(lines[0]))).decode()
-        lines[0]["key_id"] = key_id(raw)
+        lines[0]["signing_key_id"] = key_id(raw)
         edit.row = lines[0]["row"]
         return lines
 

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.evidence.signed import statement
-
-from .conftest import rewrite
+from .conftest import rewrite, statement
 from .test_bundle import bundle, period  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
