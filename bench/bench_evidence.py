@@ -23,8 +23,9 @@ Then, for each period of `--periods` (the first N gaming days): the bundle
 is built (`evidence_build`, timed, its process's peak memory) and the
 verifier run as the regulator runs it (its own Python, `/usr/bin/time` for
 its peak memory). Prints, and writes to var/bench/evidence.json: coups, log
-rows, the bundle's bytes, build and verify seconds, peak memories, and the
-load average before and after each step.
+rows, the bundle's bytes, build and verify seconds (wall and CPU: the machine
+is shared, and the CPU time is what the work costs), peak memories, and the
+load average before, between and after.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ os.environ.setdefault("BENCH_DATABASE_URL",
 import _benchdb  # noqa: E402
 
 OUT = _benchdb.OUT_DIR / "evidence.json"
-KEY = _benchdb.OUT_DIR / "evidence-signing.key"  # the bench's own, kept for --reuse
-PEM = _benchdb.OUT_DIR / "evidence-key.pem"
-ANCHORS = _benchdb.OUT_DIR / "evidence-anchors"
+# Beside each database, kept for --reuse: its signing key (the bench's own)
+# and its anchors.
+_NAME = _benchdb.bench_url().rsplit("/", 1)[-1]
+KEY = _benchdb.OUT_DIR / f"{_NAME}-signing.key"
+PEM = _benchdb.OUT_DIR / f"{_NAME}-key.pem"
+ANCHORS = _benchdb.OUT_DIR / f"{_NAME}-anchors"
 START = date(2026, 1, 1)
 STEP = timedelta(seconds=0.25)
 
@@ -143,31 +147,31 @@ def measure(days: int, args) -> dict:
 
     last = START + timedelta(days=days - 1)
     coups = Coup.objects.filter(gaming_day__gte=START, gaming_day__lte=last).count()
-    out = _benchdb.OUT_DIR / f"evidence-{days}d.zip"
+    out = _benchdb.OUT_DIR / f"{_NAME}-{days}d.zip"
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     # its own process, so that its peak memory is the build's alone
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", sys.executable, __file__, "--build-only",
+        ["/usr/bin/time", "-f", TIME_FORMAT, sys.executable, __file__, "--build-only",
          START.isoformat(), last.isoformat(), str(out)],
         capture_output=True, text=True)
     build = time.perf_counter() - t0
     if done.returncode != 0:
         print(done.stdout, done.stderr)
         sys.exit("bench: the bundle was not built")
-    build_kb = int(done.stderr.strip().splitlines()[-1])
+    build_kb, build_cpu = _time(done.stderr)
     manifest = json.loads(done.stdout.strip().splitlines()[-1])
     load_mid = os.getloadavg()[0]
     verifier = _benchdb.ROOT / "tools" / "verify_evidence.py"
     t0 = time.perf_counter()
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", sys.executable, str(verifier), str(out),
+        ["/usr/bin/time", "-f", TIME_FORMAT, sys.executable, str(verifier), str(out),
          "--public-key", str(PEM)], capture_output=True, text=True)
     verify = time.perf_counter() - t0
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:])
         sys.exit("bench: the verifier did not accept the bundle")
-    verify_kb = int(done.stderr.strip().splitlines()[-1])
+    verify_kb, verify_cpu = _time(done.stderr)
     parts = manifest["parts"]
     result = {
         "days": days, "coups": coups,
@@ -175,14 +179,26 @@ def measure(days: int, args) -> dict:
         "log_rows": parts["log.jsonl"]["lines"],
         "uncompressed_bytes": sum(p["bytes"] for p in parts.values()),
         "bundle_bytes": out.stat().st_size,
-        "build_seconds": round(build, 1), "build_peak_rss_mb": build_kb // 1024,
-        "verify_seconds": round(verify, 1),
+        "build_seconds": round(build, 1), "build_cpu_seconds": build_cpu,
+        "build_peak_rss_mb": build_kb // 1024,
+        "verify_seconds": round(verify, 1), "verify_cpu_seconds": verify_cpu,
         "verify_peak_rss_mb": verify_kb // 1024,
         "load_1m": [round(load_before, 2), round(load_mid, 2),
                     round(os.getloadavg()[0], 2)],
     }
     print(json.dumps(result), flush=True)
     return result
+
+
+TIME_FORMAT = "%M %U %S"  # /usr/bin/time: peak RSS (KB), user and system CPU seconds
+
+
+def _time(stderr: str) -> tuple[int, float]:
+    """(peak RSS in KB, CPU seconds) from /usr/bin/time's last line: on a
+    shared machine the CPU time says what the work costs, the wall time what
+    it took among the others."""
+    kb, user, system = stderr.strip().splitlines()[-1].split()
+    return int(kb), round(float(user) + float(system), 1)
 
 
 def build_only(first: str, last: str, out: str) -> None:
