@@ -1,11 +1,14 @@
 """The evidence bundle as a report job (the reports page's download): the
 job's params name the period and the tables, the file is the bundle, and
-its stamp names the anchor that closes it."""
+its stamp names the anchor that closes it, signed like every report's
+(casino/signing.py)."""
 
 from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+
+from audit.reports.sheets import stamp_signed
 
 from .build import evidence_build
 
@@ -29,6 +32,8 @@ def evidence_file(job, path: Path, *, progress) -> tuple[int, dict]:
         from casino.models import ChangeLog
 
         last = windows[-1]["last"]
-        digest = ChangeLog.objects.filter(pk=last).values_list("hash", flat=True)
-        stamp["trail_anchor"] = f"row {last} {digest.get()}"
-    return rows, stamp
+        digest, link = ChangeLog.objects.filter(pk=last).values_list(
+            "hash", "link").get()
+        stamp["trail_anchor"] = f"row {last} {digest}"
+        stamp["trail_anchor_link"] = link
+    return rows, stamp_signed(stamp)

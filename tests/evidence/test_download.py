@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from audit.reports.models import ReportJob
+from casino.signing import stamp_verify
 from tables.models import Coup
 from tables.simulation import simulate
 
@@ -40,6 +41,7 @@ def test_the_reports_page_builds_a_bundle(request, role, croupier, signing_key,
     assert progress["jobs"][0]["percent"] == 100
     assert progress["jobs"][0]["rows"] == job.rows > Coup.objects.count()
     assert job.stamp["trail_anchor"].startswith("row ")
+    assert stamp_verify(job.stamp) == ""  # signed as every report's stamp
     download = client.get(f"/reports/jobs/{job.pk}/download/")
     assert download.status_code == 200
     assert download["Content-Type"] == "application/zip"
