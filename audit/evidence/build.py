@@ -23,10 +23,12 @@ build then finds it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Max, Min, Sum
 
 from casino.models import ChangeLog, Seal
@@ -81,7 +83,7 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     prog.expected = sum(querysets[label].count() for label in LABELS)
     bundle = Bundle(path)
     try:
-        with bundle.part("ledger.jsonl") as part:
+        with bundle.part("ledger.jsonl") as part, _snapshot():
             members = write_ledger(part, querysets, sel.sessions, prog.step)
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
@@ -115,6 +117,21 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
         bundle.close()
     prog.end()
     return manifest
+
+
+@contextmanager
+def _snapshot():
+    """The ledger's queries in one read-only transaction: one snapshot for
+    every kind of row (PostgreSQL: REPEATABLE READ), and cursors that stream
+    (outside a transaction, a server-side cursor is WITH HOLD, and the
+    server would copy each whole result before the first row)."""
+    outermost = not connection.in_atomic_block  # else: the caller's snapshot
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                               "READ ONLY")
+        yield
 
 
 # -- the log segment ----------------------------------------------------------------
