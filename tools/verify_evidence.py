@@ -21,7 +21,10 @@ What it checks, in order:
    to its last row, which must be the signed anchor's row and link;
 4. every ledger row: its SHA-256 (the canonical JSON of `row`) is the digest
    the latest log row naming it recorded; every stake and finding the log
-   names for a coup in the bundle is there;
+   names for a coup in the bundle is there, and every coup it names in a
+   shoe of the bundle. What the log names is indexed on disk as step 3
+   walks it (a temporary SQLite file, `Named`), so memory stays flat
+   whatever the period's size (~50 MB for a month of 40 tables);
 5. every coup settled again from its cards, stakes and the house rules
    version it names, with the project's rules engine (`tables/chemmy`,
    imported from this checkout by path, or `--engine DIR`), carrying the
@@ -48,11 +51,22 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
 - `context.jsonl`: the flags the decisions are about (not bound: a flag's
   state is its decisions').
 - `log.jsonl`: the change-log rows of each window, in id order.
-- `anchors.jsonl`: one signed anchor per window, closing it: the statement
-  {row, link, hash, at, reason}, `signature`, `key_id`, `tsa_token`.
-- `report.json`: {"stamp", "signature", "rows"}: the commission per table
-  and gaming day as the casino's reports read it, the stamp (which holds the
-  rows' SHA-256 and the total) signed like an anchor.
+- `anchors.jsonl`: one signed anchor per window, closing it, as the casino
+  took it (casino/anchors.py: signed then, not when the bundle was built):
+  the statement {row, link, hash, at, reason} (`at` in UTC,
+  "YYYY-MM-DDTHH:MM:SS.ffffffZ"), `signature` (base64 Ed25519 over the
+  statement's canonical JSON), `signing_key_id` (the first 16 hex digits of
+  the SHA-256 of the raw public key), `tsa_token` (base64 DER RFC 3161
+  TimeStampToken over the same statement, or null when the authority had not
+  answered).
+- `report.json`: {"stamp", "rows"}: the commission per table and gaming day
+  as the casino's reports read it; the stamp (the rows' SHA-256, the total,
+  the closing anchor) carries `signing_key_id` and `signature`, the Ed25519
+  signature over the canonical JSON of every stamp field but `signature`,
+  as every report's stamp is signed (casino/signing.py).
+
+Needs Python 3.11+ (its sqlite3 has RETURNING, SQLite 3.35+) and
+`cryptography`.
 """
 
 from __future__ import annotations
