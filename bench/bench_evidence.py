@@ -19,7 +19,9 @@ simulator's past-day clock advances one second per reading, which leaves
 room for 250 shoes a day floor-wide; the bench advances it a quarter second
 (still every record of a day within its gaming day), so 40 x 13 shoes fit.
 
-Then, for each period of `--periods` (the first N gaming days): the bundle
+Then, for each period of `--periods` (the last N gaming days every table
+played whole, default all of them: a period just closed, so the log after
+it is short, as when a month's bundle is asked for after the month): the bundle
 is built (`evidence_build`, timed, its process's peak memory) and the
 verifier run as the regulator runs it (its own Python, `/usr/bin/time` for
 its peak memory). Prints, and writes to var/bench/evidence.json: coups, log
@@ -122,6 +124,7 @@ def fill(args) -> float:
     print(f"database: {url} (dropped and re-created)", flush=True)
     for path in ANCHORS.glob("*"):
         path.unlink()
+    (_benchdb.OUT_DIR / f"{_NAME}-filled").unlink(missing_ok=True)
     KEY.unlink(missing_ok=True)
     _key()
     _benchdb.recreate_database(url)
@@ -139,21 +142,40 @@ def fill(args) -> float:
     print(f"filled {sum(coups):,} coups in {seconds:.0f} s "
           f"({sum(coups) / seconds:,.0f} coups/s, {args.procs} processes)",
           flush=True)
+    (_benchdb.OUT_DIR / f"{_NAME}-filled").write_text(f"{sum(coups)}\n")
     return seconds
 
 
-def measure(days: int, args) -> dict:
+def last_complete_day() -> date:
+    """The last gaming day every table played whole: with the fill finished,
+    the last; with it stopped midway (each process is then within its day),
+    the day before the earliest of the tables' last days."""
+    from django.db.models import Max, Min
+
     from tables.models import Coup
 
-    last = START + timedelta(days=days - 1)
-    coups = Coup.objects.filter(gaming_day__gte=START, gaming_day__lte=last).count()
+    last = (Coup.objects.values("shoe__session__table_id")
+            .annotate(d=Max("gaming_day")).aggregate(m=Min("d"))["m"])
+    if (_benchdb.OUT_DIR / f"{_NAME}-filled").exists():
+        return last
+    return last - timedelta(days=1)
+
+
+def measure(days: int, end: date) -> dict:
+    """A bundle of the `days` gaming days up to `end` (a period just closed:
+    the log after it is short, as when a bundle is asked for after a
+    month), built, then verified."""
+    from tables.models import Coup
+
+    first = end - timedelta(days=days - 1)
+    coups = Coup.objects.filter(gaming_day__gte=first, gaming_day__lte=end).count()
     out = _benchdb.OUT_DIR / f"{_NAME}-{days}d.zip"
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     # its own process, so that its peak memory is the build's alone
     done = subprocess.run(
         ["/usr/bin/time", "-f", TIME_FORMAT, sys.executable, __file__, "--build-only",
-         START.isoformat(), last.isoformat(), str(out)],
+         first.isoformat(), end.isoformat(), str(out)],
         capture_output=True, text=True)
     build = time.perf_counter() - t0
     if done.returncode != 0:
@@ -174,7 +196,8 @@ def measure(days: int, args) -> dict:
     verify_kb, verify_cpu = _time(done.stderr)
     parts = manifest["parts"]
     result = {
-        "days": days, "coups": coups,
+        "days": days, "from": first.isoformat(), "to": end.isoformat(),
+        "coups": coups,
         "ledger_rows": parts["ledger.jsonl"]["lines"],
         "log_rows": parts["log.jsonl"]["lines"],
         "uncompressed_bytes": sum(p["bytes"] for p in parts.values()),
@@ -248,11 +271,14 @@ def main() -> None:
         return
     from tables.models import Coup
 
-    periods = [int(p) for p in args.periods.split(",") if p] or [args.days]
+    end = last_complete_day()
+    periods = [int(p) for p in args.periods.split(",") if p] or [
+        (end - START).days + 1]
+    print(f"periods of {periods} gaming days up to {end}", flush=True)
     result = {"benchmark": "evidence", "tables": args.tables, "days": args.days,
               "shoes_a_day": args.shoes, "coups_in_database": Coup.objects.count(),
               "fill_seconds": fill_seconds and round(fill_seconds),
-              "runs": [measure(days, args) for days in periods],
+              "runs": [measure(days, end) for days in periods],
               "machine_before": machine, "machine_after": _benchdb.machine()}
     OUT.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written: {OUT.relative_to(_benchdb.ROOT)}")
