@@ -48,6 +48,7 @@ stale anchor is a failure, not "0 checked"). Beyond the anchors on file,
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -56,6 +57,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
+
+from . import timestamps
+
+log = logging.getLogger("casino.anchors")
 
 
 class AnchorError(Exception):
@@ -139,13 +144,15 @@ def anchor_write(row: int, digest: str, reason: str, link: str = "") -> Anchor:
     anchor = Anchor(row, digest, now, reason, name, link)
     signature, key_id = sign(anchor.statement())
     anchor = replace(anchor, signature=signature, signing_key_id=key_id)
-    anchor = replace(anchor, tsa_token=_timestamp_at_once(anchor))
+    stamp = timestamps.ask_now(anchor.statement())
+    anchor = replace(anchor, tsa_token=stamp.token_b64 if stamp else "")
     body = json.dumps({"row": row, "hash": digest, "link": link,
                        "at": _at_text(now), "reason": reason,
                        "signature": signature, "signing_key_id": key_id,
                        "tsa_token": anchor.tsa_token or None},
                       sort_keys=True, ensure_ascii=False)
     file_create(folder / name, body.encode("utf-8") + b"\n")
+    _record(anchor, stamp)
     return anchor
 
 
@@ -155,10 +162,25 @@ def _at_text(at: datetime) -> str:
     return at_text(at)
 
 
-def _timestamp_at_once(anchor: Anchor) -> str:
-    """The authority's token for the anchor, asked now (base64), or '' (no
-    authority set, or it did not answer: asked again later)."""
-    return ""
+def _record(anchor: Anchor, stamp) -> None:
+    """The anchor in the database too (casino.AnchorRecord), with its token
+    when the authority answered (casino/timestamps.py). The file is written
+    first: a database that refuses the row loses no anchor (logged)."""
+    from django.db import DatabaseError, transaction
+
+    from .models import AnchorRecord
+
+    try:
+        with transaction.atomic(using="default"):
+            record = AnchorRecord.objects.using("default").create(
+                row=anchor.row, link=anchor.link, hash=anchor.hash, at=anchor.at,
+                reason=anchor.reason, signature=anchor.signature,
+                signing_key_id=anchor.signing_key_id, file=anchor.file)
+            if stamp is not None:
+                timestamps.token_keep(record, stamp)
+    except DatabaseError:
+        log.exception("anchor %s written, but not recorded in the database",
+                      anchor.file)
 
 
 def trail_anchor(*, reason: str = "manual") -> Anchor | None:
@@ -265,7 +287,18 @@ def recorded_register(source: Callable[[], Iterable[Recorded | str]]) -> None:
 
 
 def recorded_anchors() -> list[Recorded | str]:
-    return [r for source in _RECORDERS for r in source()]
+    # the apps' records first: a problem names what recorded it there first
+    return [r for source in [*_RECORDERS, _records] for r in source()]
+
+
+def _records() -> Iterable[Recorded]:
+    """Every anchor kept in the database (casino.AnchorRecord)."""
+    from .models import AnchorRecord
+
+    rows = (AnchorRecord.objects.using("default").order_by("id")
+            .values_list("id", "row", "hash", "file"))
+    for pk, row, digest, name in rows.iterator(chunk_size=2000):
+        yield Recorded(row, digest, f"anchor record {pk} ({name})")
 
 
 def interval() -> timedelta:
@@ -380,7 +413,8 @@ def anchors_expected(found: list[Anchor], *, now: datetime | None = None
     """What the anchors on file (`found`) leave unproven: anchors the database
     records without their file, and a trail gone unanchored too long.
     (row or None, problem) each; empty when nothing is missing."""
-    problems = anchors_missing(found) + anchors_signed(found)
+    problems = (anchors_missing(found) + anchors_signed(found)
+                + timestamps.tokens_check(found))
     fresh = anchors_freshness(found, now=now)
     if fresh.problem:
         problems.append((fresh.first_unanchored, fresh.problem))

@@ -125,3 +125,47 @@ class ApiToken(AbstractAuthToken):
 
     def __str__(self) -> str:
         return f"API token {self.token_key}… of {self.user} ({self.device or '?'})"
+
+
+class AnchorRecord(AppendOnlyModel):
+    """An anchor as written to TRAIL_ANCHOR_DIR (casino/anchors.py), kept in
+    the database too: what the timestamp retry works from, and what
+    verify_trail expects a file for. The signature (casino/signing.py) is
+    over the anchor's statement (row, link, hash, at, reason); a row forged
+    here has no valid signature and no file."""
+
+    row = models.BigIntegerField()
+    link = models.CharField(max_length=64, blank=True)
+    hash = models.CharField(max_length=64)
+    at = models.DateTimeField(db_index=True)
+    reason = models.TextField(blank=True)
+    signature = models.CharField(max_length=100, blank=True)
+    signing_key_id = models.CharField(max_length=16, blank=True)
+    file = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"anchor of row {self.row} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class TimestampToken(AppendOnlyModel):
+    """An RFC 3161 trusted timestamp of an anchor's statement
+    (casino/timestamps.py), added when the authority answers (at once, or at
+    a later retry). `token`: the base64 of the DER TimeStampToken, checked
+    (the authority's signature, the imprint) when it was received."""
+
+    anchor = models.ForeignKey(AnchorRecord, on_delete=models.PROTECT,
+                               related_name="tokens")
+    token = models.TextField()
+    gen_time = models.DateTimeField()
+    serial = models.CharField(max_length=64)
+    authority = models.CharField(max_length=500, blank=True)
+    received_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"timestamp of anchor {self.anchor_id} at {self.gen_time}"

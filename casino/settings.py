@@ -354,6 +354,36 @@ if not 1 <= TRAIL_ANCHOR_MINUTES <= 1440:
     raise ImproperlyConfigured(
         "Environment variable TRAIL_ANCHOR_MINUTES: between 1 and 1440"
     )
+# RFC 3161 trusted timestamps of every anchor (casino/timestamps.py): the
+# authority's URL, and the certificate(s) its tokens are checked against (its
+# root CA, PEM, intermediates after it). Unset URL: no timestamps.
+TRAIL_TSA_URL = _read("TRAIL_TSA_URL", env.str, default="").strip()
+TRAIL_TSA_CA_FILE = _read("TRAIL_TSA_CA_FILE", env.str, default="").strip()
+if TRAIL_TSA_URL and not re.match(r"https?://", TRAIL_TSA_URL):
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_TSA_URL: an http:// or https:// URL"
+    )
+if TRAIL_TSA_URL and not TRAIL_TSA_CA_FILE:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_TSA_CA_FILE is required with TRAIL_TSA_URL: "
+        "the authority's CA certificate (PEM), to check its tokens"
+    )
+if TRAIL_TSA_CA_FILE and not Path(TRAIL_TSA_CA_FILE).is_file():
+    raise ImproperlyConfigured(
+        f"Environment variable TRAIL_TSA_CA_FILE: no such file {TRAIL_TSA_CA_FILE}"
+    )
+# How long an anchor waits for the authority before it is kept without its
+# token (asked again by beat every TRAIL_TSA_RETRY_MINUTES).
+TRAIL_TSA_TIMEOUT = _read("TRAIL_TSA_TIMEOUT", env.float, default=10.0)
+if not 0.1 <= TRAIL_TSA_TIMEOUT <= 120:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_TSA_TIMEOUT: between 0.1 and 120 seconds"
+    )
+TRAIL_TSA_RETRY_MINUTES = _read("TRAIL_TSA_RETRY_MINUTES", env.int, default=10)
+if not 1 <= TRAIL_TSA_RETRY_MINUTES <= 1440:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_TSA_RETRY_MINUTES: between 1 and 1440"
+    )
 
 # The gaming-day close (audit/reports/nightly.py, beat hourly at :15): a day
 # that ended at the cut-off hour H is closed (reports, ledger re-settlement)
@@ -445,6 +475,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "trail.anchor",
         "schedule": timedelta(minutes=TRAIL_ANCHOR_MINUTES),
         "kwargs": {"reason": "interval"},
+    },
+    # anchors the timestamp authority did not answer for, asked again
+    # (casino/timestamps.py; nothing to do without TRAIL_TSA_URL)
+    "trail-timestamps": {
+        "task": "trail.timestamps_retry",
+        "schedule": timedelta(minutes=TRAIL_TSA_RETRY_MINUTES),
     },
 }
 

@@ -144,6 +144,11 @@ LEFT_OUT: dict[str, str] = {
     "casino.changelog": "the trail itself: chained and signed",
     "casino.seal": "an index of the trail, checked against it by verify_trail",
     "casino.benchrow": "the bench's bare endpoint only, never the product's",
+    "casino.anchorrecord": "a copy of an anchor file, signed with the casino's "
+    "Ed25519 key (a forged row has no valid signature); verify_trail expects "
+    "its file and checks its signature there",
+    "casino.timestamptoken": "an RFC 3161 token, signed by the time-stamp "
+    "authority; verify_trail checks it against its anchor's statement",
     "admin.logentry": "Django admin's own history; the trail has every change",
     "auth.permission": "the catalogue of permission names that migrate writes; "
     "grants (group and user permissions) are bound",

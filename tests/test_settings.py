@@ -65,6 +65,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"TRAIL_OLD_SIGNING_KEYS": "A" * 43 + "=;last year;"},
          "TRAIL_OLD_SIGNING_KEYS"),
         ({"TRAIL_SIGNING_KEY_FROM": "yesterday"}, "TRAIL_SIGNING_KEY_FROM"),
+        # a time-stamp authority needs the certificate its tokens are checked by
+        ({"TRAIL_TSA_URL": "http://tsa.example/"}, "TRAIL_TSA_CA_FILE"),
+        ({"TRAIL_TSA_URL": "tsa.example"}, "TRAIL_TSA_URL"),
         ({"TRAIL_ANCHOR_MINUTES": "0"}, "TRAIL_ANCHOR_MINUTES"),
         ({"TRAIL_ANCHOR_MINUTES": "often"}, "TRAIL_ANCHOR_MINUTES"),
         ({"DB_STATEMENT_TIMEOUT": "0"}, "DB_STATEMENT_TIMEOUT"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
@@ -15,6 +16,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
+from casino import signing, timestamps
 from casino.access import route_page
 from casino.anchors import AnchorError, anchors_freshness, anchors_list
 from casino.models import ChangeLog
@@ -186,7 +188,15 @@ def trail(request):
         fresh = anchors_freshness(found)
     except AnchorError as exc:
         anchors, anchor_error, fresh = [], str(exc), None
+    # the anchors the time-stamp authority has not answered for yet
+    # (casino/timestamps.py): the oldest one's wait
+    untimed = timestamps.pending_oldest()
     return render(request, "audit/trail.html",
                   {"page": page, "check": check, "action": action,
                    "anchors": anchors, "anchor_error": anchor_error,
-                   "fresh": fresh})
+                   "fresh": fresh, "untimed": untimed,
+                   "untimed_count": timestamps.pending().count() if untimed else 0,
+                   "fresh_now": timezone.now(),
+                   "signing_key": signing.current_public().id,
+                   "keys_url": signing.KEYS_URL,
+                   "tsa_url": settings.TRAIL_TSA_URL})

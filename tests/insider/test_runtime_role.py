@@ -118,6 +118,9 @@ def test_every_append_only_table_is_guarded_even_against_its_owner(shoe, turn):
 
     assert missing_guards() == []
     assert "reports_reauditfinding" in append_only_tables()
+    # the anchors kept in the database and their trusted timestamps (issue 25)
+    assert {"casino_anchorrecord", "casino_timestamptoken"} <= set(
+        append_only_tables())
     with as_owner() as cursor:  # the migrating user, on the test's connection
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # TRUNCATE's condition
         for table in append_only_tables():
@@ -155,6 +158,7 @@ def test_the_app_itself_runs_as_the_runtime_role(db):
                                 "TRUNCATE {t} CASCADE",
                                 "ALTER TABLE {t} DISABLE TRIGGER USER"])
 def test_the_runtime_role_against_every_append_only_table(db, op):
+    assert "casino_timestamptoken" in append_only_tables()
     with _connect() as conn:
         for table in append_only_tables():
             with pytest.raises(psycopg.Error, match="permission denied|must be owner"):
