@@ -57,8 +57,9 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   "YYYY-MM-DDTHH:MM:SS.ffffffZ"), `signature` (base64 Ed25519 over the
   statement's canonical JSON), `signing_key_id` (the first 16 hex digits of
   the SHA-256 of the raw public key), `tsa_token` (base64 DER RFC 3161
-  TimeStampToken over the same statement, or null when the authority had not
-  answered).
+  TimeStampToken over the same statement: the one given when the anchor
+  was taken, else the earliest given later; null when the authority had not
+  answered yet).
 - `report.json`: {"stamp", "rows"}: the commission per table and gaming day
   as the casino's reports read it; the stamp (the rows' SHA-256, the total,
   the closing anchor) carries `signing_key_id` and `signature`, the Ed25519

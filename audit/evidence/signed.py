@@ -4,8 +4,9 @@ report's stamp signed by the casino's key.
 Anchors (casino/anchors.py) are signed when they are taken, over their
 statement (casino/signing.py `anchor_statement`: row, link, hash, at,
 reason), and carry the authority's RFC 3161 token of that statement when it
-answered then. The bundle copies them as they are on file: nothing is
-signed at build time but the report's stamp (`casino.signing.stamp_sign`, the
+answered then; a token it gave later is in the database (casino/timestamps.py).
+The bundle copies them as they are kept: nothing is signed at build time but
+the report's stamp (`casino.signing.stamp_sign`, the
 reports' own signer).
 """
 
@@ -22,7 +23,19 @@ def _item(anchor: Anchor) -> dict:
             "at": at_text(anchor.at), "reason": anchor.reason,
             "signature": anchor.signature,
             "signing_key_id": anchor.signing_key_id,
-            "tsa_token": anchor.tsa_token or None}
+            "tsa_token": anchor.tsa_token or _later_token(anchor) or None}
+
+
+def _later_token(anchor: Anchor) -> str:
+    """The token the authority gave after the anchor was written (it was
+    down then: casino/timestamps.py asks again), as the trail keeps it
+    (casino.TimestampToken, checked on receipt); the earliest, if several.
+    '' while it has none."""
+    from casino.models import TimestampToken
+
+    return (TimestampToken.objects.filter(anchor__file=anchor.file)
+            .order_by("gen_time", "id").values_list("token", flat=True).first()
+            or "")
 
 
 def signed_anchors() -> list[Anchor]:
