@@ -263,8 +263,10 @@ def main() -> None:
     if args.reuse:
         _key()
         import django
+        from django.core.management import call_command
 
         django.setup()
+        call_command("migrate", verbosity=0, interactive=False)  # code moved on
     else:
         fill_seconds = fill(args)
     if args.fill_only:

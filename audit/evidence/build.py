@@ -137,12 +137,19 @@ def _snapshot():
 # -- the log segment ----------------------------------------------------------------
 
 def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
-    """Scan the log from row `lo` to its head (id and ledger only): the
-    latest row naming any bundle row, and which of the older kinds it names
-    (by pk)."""
+    """The latest log row from row `lo` to the head naming any bundle row,
+    and which of the older kinds the log names from `lo` on (by pk)."""
+    found = {label: set() for label in OLDER}
+    if connection.vendor == "postgresql":
+        latest = _latest_pg(lo, members)
+        for label in OLDER:  # the trail's index has every writer of these
+            found[label] = {int(k) for k in Seal.objects.filter(
+                label=label, log_id__gte=lo,
+                key__in=[str(pk) for pk in members[label]],
+            ).values_list("key", flat=True)}
+        return latest, found
     coups = members["tables.coup"]
-    latest, found = 0, {label: set() for label in OLDER}
-    last = lo - 1
+    latest, last = 0, lo - 1
     while True:
         page = list(ChangeLog.objects.filter(id__gt=last).order_by("id")
                     .values_list("id", "ledger")[:CHUNK])
@@ -163,6 +170,39 @@ def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
                     if label in found:
                         found[label].update(named)
         last = page[-1][0]
+
+
+def _latest_pg(lo: int, members: dict[str, Keys]) -> int:
+    """The scan in the server, one pass over the log's ledger maps from row
+    `lo`: each (label, key) a row names, hash-joined on the bundle's rows (a
+    child row by its parent coup's key). Keys are compared as text, so no
+    other label's key is ever cast."""
+    labels = [label for label, keys in members.items() if len(keys)]
+    if not labels:
+        return 0
+    params = {"lo": lo}
+    bundle = []
+    for i, label in enumerate(labels):
+        params[f"k{i}"] = [str(pk) for pk in members[label]]
+        bundle.append(f"SELECT '{label}'::text AS label, "
+                      f"unnest(%(k{i})s::text[]) AS key")
+    children = ", ".join(f"'{c}'" for c in CHILDREN)
+    sql = (
+        "SELECT max(l.id) FROM casino_changelog l "
+        "CROSS JOIN LATERAL jsonb_each(l.ledger) AS e "
+        "CROSS JOIN LATERAL jsonb_object_keys(e.value) AS k (key) "
+        f"JOIN ({' UNION ALL '.join(bundle)}) AS b "
+        f"ON b.label = CASE WHEN e.key IN ({children}) THEN 'tables.coup' "
+        "ELSE e.key END AND b.key = split_part(k.key, '#', 1) "
+        "WHERE l.id >= %(lo)s AND jsonb_typeof(l.ledger) = 'object' "
+        "AND jsonb_typeof(e.value) = 'object'")
+    with transaction.atomic(), connection.cursor() as cursor:
+        # the arrays' sizes are unknown to the planner (it guesses 10 rows
+        # each): a nested loop over a million would be quadratic
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0] or 0
 
 
 def _windows(sel: Selection, members: dict[str, Keys]
