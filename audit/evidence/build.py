@@ -149,12 +149,8 @@ def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
             ).values_list("key", flat=True)}
         return latest, found
     coups = members["tables.coup"]
-    latest, last = 0, lo - 1
-    while True:
-        page = list(ChangeLog.objects.filter(id__gt=last).order_by("id")
-                    .values_list("id", "ledger")[:CHUNK])
-        if not page:
-            return latest, found
+    latest = 0
+    for page in _pages(lo, None, "id", "ledger"):
         for rid, ledger in page:
             for label, entries in (ledger or {}).items():
                 if label in CHILDREN:
@@ -169,7 +165,7 @@ def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
                     latest = rid
                     if label in found:
                         found[label].update(named)
-        last = page[-1][0]
+    return latest, found
 
 
 def _latest_pg(lo: int, members: dict[str, Keys]) -> int:
@@ -250,18 +246,26 @@ def _count(window: dict) -> int:
                                     id__lte=window["last"]).count()
 
 
+def _pages(first: int, last: int | None, *fields: str):
+    """The log rows first..last (None: to the head), a range of CHUNK ids
+    at a time: each page an index range, whatever the planner thinks of
+    the table's size (with a LIMIT instead, stale statistics had it sort
+    the whole rest of the window for every page)."""
+    if last is None:
+        last = ChangeLog.objects.aggregate(m=Max("id"))["m"] or 0
+    for lo in range(first, last + 1, CHUNK):
+        yield list(ChangeLog.objects.filter(id__gte=lo,
+                                            id__lte=min(lo + CHUNK - 1, last))
+                   .order_by("id").values_list(*fields, named=len(fields) > 2))
+
+
 def _write_log(part, window: dict, prog: _Progress) -> None:
-    last = window["first"] - 1
-    while True:
-        page = list(ChangeLog.objects.filter(id__gt=last, id__lte=window["last"])
-                    .order_by("id").values(*LOG_FIELDS)[:CHUNK])
-        if not page:
-            return
+    for page in _pages(window["first"], window["last"], *LOG_FIELDS):
         for row in page:
+            row = row._asdict()
             row["at"] = _when(row["at"])
             part.write(_line(row))
         prog.step(len(page))
-        last = page[-1]["id"]
 
 
 # -- the commission report ------------------------------------------------------
