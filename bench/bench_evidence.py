@@ -19,7 +19,9 @@ simulator's past-day clock advances one second per reading, which leaves
 room for 250 shoes a day floor-wide; the bench advances it a quarter second
 (still every record of a day within its gaming day), so 40 x 13 shoes fit.
 
-Then, for each period of `--periods` (the last N gaming days every table
+The fill runs without beat, so the bench then anchors the last log row of
+each hour of the simulated clock, as beat would have (signed like every
+anchor). Then, for each period of `--periods` (the last N gaming days every table
 played whole, default all of them: a period just closed, so the log after
 it is short, as when a month's bundle is asked for after the month): the bundle
 is built (`evidence_build`, timed, its process's peak memory) and the
@@ -161,6 +163,28 @@ def last_complete_day() -> date:
     return last - timedelta(days=1)
 
 
+def anchor_as_beat() -> int:
+    """Anchors as beat takes them in production (every TRAIL_ANCHOR_MINUTES):
+    the fill runs without beat, so the last row of each hour of the
+    simulated clock is anchored now (signed, as every anchor), once. Without
+    them a bundle's log segment would run to the anchor its build takes at
+    the head. Returns how many were written."""
+    from django.db.models import Max
+    from django.db.models.functions import TruncHour
+
+    from casino.anchors import anchor_write, anchors_list
+    from casino.models import ChangeLog
+
+    on_file = {a.row for a in anchors_list()}
+    ends = sorted(m for m in ChangeLog.objects.annotate(h=TruncHour("at"))
+                  .values("h").annotate(m=Max("id")).values_list("m", flat=True)
+                  if m not in on_file)
+    rows = ChangeLog.objects.filter(id__in=ends).values_list("id", "hash", "link")
+    for row, digest, link in rows.order_by("id"):
+        anchor_write(row, digest, "bench: the hour's last row, as beat", link)
+    return len(ends)
+
+
 def measure(days: int, end: date) -> dict:
     """A bundle of the `days` gaming days up to `end` (a period just closed:
     the log after it is short, as when a bundle is asked for after a
@@ -273,6 +297,8 @@ def main() -> None:
         return
     from tables.models import Coup
 
+    print(f"{anchor_as_beat()} anchors written (the hours of the fill)",
+          flush=True)
     end = last_complete_day()
     periods = [int(p) for p in args.periods.split(",") if p] or [
         (end - START).days + 1]
