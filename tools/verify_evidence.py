@@ -349,12 +349,16 @@ class Named:
                             "rid, parent) VALUES (?, ?, ?, ?, ?)", self.pending)
         self.pending = []
 
-    def take(self, label: str, key: str) -> tuple | None:
-        """(digest, rid, times seen) of the latest log row naming the row;
-        marks it seen."""
-        return self.db.execute(
-            "UPDATE named SET seen = seen + 1 WHERE label = ? AND key = ? "
-            "RETURNING digest, rid, seen", (label, key)).fetchone()
+    def take(self, rows: list[tuple[str, str]]) -> dict[tuple, tuple]:
+        """(label, key) -> (digest, rid, times seen) of the latest log row
+        naming each row (absent: none names it); marks them seen. One
+        statement for a batch of rows, each distinct."""
+        marks = ",".join("(?,?)" for _ in rows)
+        found = self.db.execute(
+            f"UPDATE named SET seen = seen + 1 WHERE (label, key) IN "
+            f"(VALUES {marks}) RETURNING label, key, digest, rid, seen",
+            [v for row in rows for v in row]).fetchall()
+        return {(label, key): rest for label, key, *rest in found}
 
     def shoe(self, pk: int) -> None:
         self.db.execute("INSERT OR IGNORE INTO shoes VALUES (?)", (pk,))
@@ -414,6 +418,7 @@ class Verifier:
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
         self.named = Named()
+        self.to_bind: list[tuple[str, str, str]] = []
         self.sums: dict[tuple, dict] = {}
         self.counts = Counter()
         self.notes: list[str] = []
@@ -576,22 +581,37 @@ class Verifier:
             self.counts[label] += 1
         if session is not None:
             session.finish()
+        self.check_bound()
         self.leftovers()
 
+    BATCH = 500
+
     def bound(self, label: str, key: str, row: dict, pk) -> None:
-        found = self.named.take(label, key)
-        what = name_of(label, key)
-        if found is None:
-            self.problems.add(f"{what}: no log row in the bundle wrote it "
-                              "(inserted behind the application's back)")
-        elif found[2] > 1:
-            self.problems.add(f"{what}: in the bundle {found[2]} times")
-        elif found[0] is None:
-            self.problems.add(f"{what}: log row {found[1]} deleted it, yet it is "
-                              "in the bundle")
-        elif sha256_hex(dumps(row).encode("utf-8")) != found[0]:
-            self.problems.add(f"{what}: differs from what log row {found[1]} "
-                              "recorded (the row was edited)")
+        """Queue the row's check against the log (`check_bound`, by batch)."""
+        self.to_bind.append((label, key, sha256_hex(dumps(row).encode("utf-8"))))
+        if len(self.to_bind) >= self.BATCH:
+            self.check_bound()
+
+    def check_bound(self) -> None:
+        batch, self.to_bind = self.to_bind, []
+        distinct = list(dict.fromkeys((label, key) for label, key, _ in batch))
+        found = self.named.take(distinct) if distinct else {}
+        seen_here: set = set()
+        for label, key, digest in batch:
+            what = name_of(label, key)
+            mine = found.get((label, key))
+            if (label, key) in seen_here or (mine and mine[2] > 1):
+                self.problems.add(f"{what}: in the bundle more than once")
+            elif mine is None:
+                self.problems.add(f"{what}: no log row in the bundle wrote it "
+                                  "(inserted behind the application's back)")
+            elif mine[0] is None:
+                self.problems.add(f"{what}: log row {mine[1]} deleted it, yet it "
+                                  "is in the bundle")
+            elif digest != mine[0]:
+                self.problems.add(f"{what}: differs from what log row {mine[1]} "
+                                  "recorded (the row was edited)")
+            seen_here.add((label, key))
 
     def leftovers(self) -> None:
         """Rows the log names that the bundle should hold and does not."""

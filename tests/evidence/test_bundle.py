@@ -224,3 +224,18 @@ def test_a_report_restamped_by_the_casino_without_the_key(bundle, tmp_path, chec
     code, text = check(rewrite(bundle, tmp_path / "x.zip", edit))
     assert code == 1
     assert "the report's stamp: its signature does not verify" in text
+
+
+def test_a_row_given_twice(bundle, tmp_path, check):
+    """A stake copied (the log names it once): named, not counted twice."""
+    def edit(name, lines):
+        if name != "ledger.jsonl":
+            return None
+        _, stakes = _coup(lines)
+        edit.key = stakes[0]["key"]
+        at = lines.index(stakes[0])
+        return lines[:at + 1] + [stakes[0]] + lines[at + 1:]
+
+    code, text = check(rewrite(bundle, tmp_path / "x.zip", edit))
+    assert code == 1
+    assert f"stake {edit.key}: in the bundle more than once" in text
