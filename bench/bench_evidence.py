@@ -218,6 +218,8 @@ def measure(days: int, end: date) -> dict:
         print(done.stdout[-3000:], done.stderr[-3000:])
         sys.exit("bench: the verifier did not accept the bundle")
     verify_kb, verify_cpu = _time(done.stderr)
+    index = next((line for line in done.stdout.splitlines()
+                  if "indexed in a temporary file" in line), "")
     parts = manifest["parts"]
     result = {
         "days": days, "from": first.isoformat(), "to": end.isoformat(),
@@ -230,6 +232,7 @@ def measure(days: int, end: date) -> dict:
         "build_peak_rss_mb": build_kb // 1024,
         "verify_seconds": round(verify, 1), "verify_cpu_seconds": verify_cpu,
         "verify_peak_rss_mb": verify_kb // 1024,
+        "verify_index": index.removeprefix("Note: "),
         "load_1m": [round(load_before, 2), round(load_mid, 2),
                     round(os.getloadavg()[0], 2)],
     }

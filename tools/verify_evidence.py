@@ -379,6 +379,13 @@ class Named:
                AND parent IN (SELECT id FROM shoes)
              ORDER BY 1, 2""").fetchall()
 
+    def size(self) -> tuple[int, int]:
+        """(rows the log names, bytes of the index: on disk, but for the
+        64 MB SQLite may keep of it in memory)."""
+        n = self.db.execute("SELECT count(*) FROM named").fetchone()[0]
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        return n, pages * self.db.execute("PRAGMA page_size").fetchone()[0]
+
     def close(self) -> None:
         self.db.close()
         self.folder.cleanup()
@@ -670,6 +677,10 @@ class Verifier:
         self.check_log(anchors)
         try:
             self.check_ledger()
+            n, size = self.named.size()
+            self.notes.append(f"the log names {n} ledger rows: indexed in a "
+                              f"temporary file of {size / 1e6:.1f} MB (at most 64 MB of it in "
+                              "memory)")
         finally:
             self.named.close()
         self.report = self.check_report()
