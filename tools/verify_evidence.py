@@ -678,9 +678,9 @@ class Verifier:
         try:
             self.check_ledger()
             n, size = self.named.size()
-            self.notes.append(f"the log names {n} ledger rows: indexed in a "
-                              f"temporary file of {size / 1e6:.1f} MB (at most 64 MB of it in "
-                              "memory)")
+            self.notes.append(
+                f"the log names {n} ledger rows: indexed in a temporary file of "
+                f"{size / 1e6:.1f} MB (at most 64 MB of it in memory)")
         finally:
             self.named.close()
         self.report = self.check_report()
