@@ -353,12 +353,19 @@ class Named:
         """(label, key) -> (digest, rid, times seen) of the latest log row
         naming each row (absent: none names it); marks them seen. One
         statement for a batch of rows, each distinct."""
-        marks = ",".join("(?,?)" for _ in rows)
-        found = self.db.execute(
-            f"UPDATE named SET seen = seen + 1 WHERE (label, key) IN "
-            f"(VALUES {marks}) RETURNING label, key, digest, rid, seen",
-            [v for row in rows for v in row]).fetchall()
-        return {(label, key): rest for label, key, *rest in found}
+        by_label: dict[str, list[str]] = {}
+        for label, key in rows:
+            by_label.setdefault(label, []).append(key)
+        out = {}
+        for label, keys in by_label.items():
+            # label = ? AND key IN (...): a lookup in the primary key per key
+            # (a row-value IN over VALUES would scan the whole index)
+            found = self.db.execute(
+                "UPDATE named SET seen = seen + 1 WHERE label = ? AND key IN "
+                f"({','.join('?' * len(keys))}) RETURNING key, digest, rid, seen",
+                [label, *keys]).fetchall()
+            out.update({(label, key): rest for key, *rest in found})
+        return out
 
     def shoe(self, pk: int) -> None:
         self.db.execute("INSERT OR IGNORE INTO shoes VALUES (?)", (pk,))
