@@ -103,8 +103,9 @@ def _quarter_clock(day: date, hour: int = 12):
         timezone.now = real
 
 
-def _fill_part(part: int, tables: int, args) -> int:
-    """One process's share: `tables` tables over the whole month."""
+def _fill_part(part: int, tables: int, args, start: date = START) -> int:
+    """One process's share: `tables` tables over the month (from `start`,
+    a fill stopped earlier going on: a day after its last, partial one)."""
     import django
 
     django.setup()
@@ -115,22 +116,41 @@ def _fill_part(part: int, tables: int, args) -> int:
     simulation.clock_at = _quarter_clock
     simulation.SHOES_PER_DAY = 10**6
     user = get_user_model().objects.get(username="bench-evidence")
+    skipped = (start - START).days
     report = simulation.simulate(
-        user=user, tables=tables, shoes=args.shoes, seed=args.seed * 100 + part,
-        days=args.days, start=START, table_prefix=f"Bench{part}")
+        user=user, tables=tables, shoes=args.shoes,
+        seed=args.seed * 100 + part + 1000 * skipped, days=args.days - skipped,
+        start=start, table_prefix=f"Bench{part}")
     return report.coups
 
 
 def fill(args) -> float:
     url = _benchdb.bench_url()
-    print(f"database: {url} (dropped and re-created)", flush=True)
-    for path in ANCHORS.glob("*"):
-        path.unlink()
+    start = START
+    if args.resume:
+        # a fill stopped midway goes on from the day after its last one (that
+        # one stays partial), on the same tables
+        _key()
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0, interactive=False)
+        from django.db.models import Max
+
+        from tables.models import Coup
+
+        start = Coup.objects.aggregate(m=Max("gaming_day"))["m"] + timedelta(days=1)
+        print(f"database: {url}, the fill going on from {start}", flush=True)
+    else:
+        print(f"database: {url} (dropped and re-created)", flush=True)
+        for path in ANCHORS.glob("*"):
+            path.unlink()
+        KEY.unlink(missing_ok=True)
+        _key()
+        _benchdb.recreate_database(url)
+        _benchdb.make_user("bench-evidence", "croupier")
     (_benchdb.OUT_DIR / f"{_NAME}-filled").unlink(missing_ok=True)
-    KEY.unlink(missing_ok=True)
-    _key()
-    _benchdb.recreate_database(url)
-    _benchdb.make_user("bench-evidence", "croupier")
     from django.db import connections
 
     connections.close_all()  # the children open their own
@@ -138,8 +158,8 @@ def fill(args) -> float:
               for i in range(args.procs)]
     t0 = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(args.procs) as pool:
-        coups = pool.starmap(_fill_part, [(i, n, args) for i, n in enumerate(shares)
-                                          if n])
+        coups = pool.starmap(_fill_part, [(i, n, args, start)
+                                          for i, n in enumerate(shares) if n])
     seconds = time.perf_counter() - t0
     print(f"filled {sum(coups):,} coups in {seconds:.0f} s "
           f"({sum(coups) / seconds:,.0f} coups/s, {args.procs} processes)",
@@ -281,6 +301,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="keep the database filled by a previous run")
     parser.add_argument("--fill-only", action="store_true")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with a fill that was stopped (its last day "
+                        "stays partial)")
     args = parser.parse_args()
     _benchdb.configure()
     os.environ["TRAIL_ANCHOR_DIR"] = str(ANCHORS)
