@@ -179,9 +179,11 @@ def _latest_pg(lo: int, members: dict[str, Keys]) -> int:
     params = {"lo": lo}
     bundle = []
     for i, label in enumerate(labels):
-        params[f"k{i}"] = [str(pk) for pk in members[label]]
+        # one comma-separated text per kind (a month's coups: ~8 MB), not a
+        # list of a million Python strings
+        params[f"k{i}"] = ",".join(map(str, members[label]))
         bundle.append(f"SELECT '{label}'::text AS label, "
-                      f"unnest(%(k{i})s::text[]) AS key")
+                      f"unnest(string_to_array(%(k{i})s, ',')) AS key")
     children = ", ".join(f"'{c}'" for c in CHILDREN)
     sql = (
         "SELECT max(l.id) FROM casino_changelog l "
