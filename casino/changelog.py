@@ -17,8 +17,7 @@ from .trail import (
     chain_head,
     current_key,
     ledger_entries,
-    link_digest,
-    row_digest,
+    row_digests,
     seal_index,
     split_head,
 )
@@ -157,9 +156,8 @@ def log_rows_signed(head: str, rows: list[dict]) -> list[ChangeLog]:
     prev, prev_link = split_head(head)
     for row in rows:
         row["prev_hash"] = prev
-        link = link_digest(prev_link=prev_link, **row)
-        row["hash"] = prev = row_digest(key=key, **row)
-        row["link"] = prev_link = link
+        row["hash"], row["link"] = prev, prev_link = row_digests(
+            key=key, prev_link=prev_link, **row)
         row["key_id"] = key_id
     return [ChangeLog(**row) for row in rows]
 

@@ -266,6 +266,19 @@ def link_digest(*, prev_link: str, **row: Any) -> str:
     return hashlib.sha256(_body(prev_hash=prev_link, **row)).hexdigest()
 
 
+def row_digests(*, key: bytes, prev_link: str, **row: Any) -> tuple[str, str]:
+    """(HMAC, public link) of a row, from one serialisation of its body: the
+    body starts with its JSON-quoted prev_hash, which the link's body has in
+    place of it (the same bytes otherwise)."""
+    body = _body(**row)
+    prev = row["prev_hash"]
+    if len(prev) != 64 or not body.startswith(b'["' + prev.encode() + b'",'):
+        return row_digest(key=key, **row), link_digest(prev_link=prev_link, **row)
+    linked = b'["' + prev_link.encode() + body[66:]
+    return (hmac.new(key, body, hashlib.sha256).hexdigest(),
+            hashlib.sha256(linked).hexdigest())
+
+
 _DECIMAL, _JSON, _OTHER = 0, 1, 2
 _UNSET = object()
 
@@ -495,13 +508,14 @@ class _Walk:
                 ", which is neither TRAIL_KEY nor in TRAIL_OLD_KEYS"
             )
         content = {k: r[k] for k in CONTENT}
-        if not hmac.compare_digest(row_digest(key=key, **content), r["hash"]):
+        digest, link = row_digests(key=key, prev_link=self.prev_link, **content)
+        if not hmac.compare_digest(digest, r["hash"]):
             return rid, (
                 f"row {rid} ({r['action']}): its content does not match its digest "
                 "(the row was edited)"
             )
         if self.links:
-            broken = self._link(r, content)
+            broken = self._link(r, link)
             if broken:
                 return rid, broken
         if rid in self.anchors:
@@ -523,12 +537,13 @@ class _Walk:
         self.prev, self.head_id = r["hash"], rid
         return None
 
-    def _link(self, r: dict, content: dict) -> str:
-        """The public link (module docstring): the row's own, then an
-        anchor's, if one names the row."""
+    def _link(self, r: dict, expected: str) -> str:
+        """The public link (module docstring): the row's own (`expected`, as
+        computed from its content and the previous link), then an anchor's,
+        if one names the row."""
         rid = r["id"]
         link = r.get("link") or ""
-        if link != link_digest(prev_link=self.prev_link, **content):
+        if link != expected:
             what = ("GENESIS" if self.prev_link == GENESIS
                     else f"row {self.head_id}'s link")
             return (
