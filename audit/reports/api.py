@@ -42,6 +42,7 @@ CONTENT_TYPES = {
     "csv": "text/csv",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "pdf": "application/pdf",
+    "zip": "application/zip",
 }
 
 

@@ -27,11 +27,14 @@ class ReportJob(models.Model):
         COMMISSION = "commission", "Commission report"
         FINDINGS = "findings", "Findings report"
         COUPS = "coups", "Coup detail export"
+        # A period's evidence for the regulator (audit/evidence/), a ZIP
+        EVIDENCE = "evidence", "Evidence bundle"
 
     class Format(models.TextChoices):
         CSV = "csv"
         XLSX = "xlsx"
         PDF = "pdf"
+        ZIP = "zip"  # the evidence bundle only
 
     class Source(models.TextChoices):
         MANUAL = "manual"

@@ -50,6 +50,8 @@ def report_request(
         raise Invalid("kind", f"must be one of {', '.join(ReportJob.Kind.values)}")
     if format not in ReportJob.Format.values:
         raise Invalid("format", "must be one of csv, xlsx, pdf")
+    if (kind == ReportJob.Kind.EVIDENCE) != (format == ReportJob.Format.ZIP):
+        raise Invalid("format", "the evidence bundle is a zip, and only it")
     if kind == ReportJob.Kind.COUPS and format != ReportJob.Format.CSV:
         raise Invalid("format", "the coup detail export is CSV only (streamed)")
     if kind == ReportJob.Kind.COMMISSION and group_by not in GROUPS:
@@ -221,6 +223,12 @@ def _build_file(job: ReportJob, path: Path) -> tuple[int, dict]:
 
     # Read on the primary: a lagging replica may not have the user yet.
     user = job.requested_by
+    if job.kind == ReportJob.Kind.EVIDENCE:
+        from audit.evidence.job import evidence_file
+
+        return evidence_file(job, path, progress=lambda n, expected: (
+            report_progress(job.pk, rows=n, expected=expected,
+                            attempt=job.attempts)))
     if job.kind == ReportJob.Kind.COUPS:
         # The rows stream to the file as they are read: one snapshot for both.
         with replica.reading() as alias, replica.snapshot() as position:

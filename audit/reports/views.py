@@ -131,7 +131,9 @@ def dashboard(request):
         "reaudits": ReauditRun.objects.all()[:5],
         "odds": table_odds(), "groups": list(GROUPS),
         "chart_tables_height": max(260, 60 + 22 * len(by_table.rows)),
-        "kinds": ReportJob.Kind.choices, "formats": ReportJob.Format.values,
+        # the evidence bundle has its own form (a zip, no grouping)
+        "kinds": [k for k in ReportJob.Kind.choices if k[0] != "evidence"],
+        "formats": [f for f in ReportJob.Format.values if f != "zip"],
         "tableaux": TableauVersion.objects.values_list("version", flat=True),
         "can_request": has_capability(request.user, "report.request"),
         "can_reaudit": has_capability(request.user, "reaudit.run"),

@@ -1,0 +1,331 @@
+"""Build a period's evidence bundle (`manage.py evidence`, the reports
+page's download): one ZIP of JSON Lines parts and a manifest with their
+SHA-256 digests. The format is described in tools/verify_evidence.py, the
+program that checks it, and in the README ("For the regulator").
+
+How the log segment is chosen. Each ledger row in the bundle must be matched
+to the latest change-log row naming it, inside a run of log rows ("a
+window") that ends at a signed anchor, so that the links can be walked from
+the window's first row to an anchored head. The main window starts at the
+row that opened the period's first session (everything of a session is
+written after it) and ends at the first signed anchor at or after the
+latest log row naming any of the bundle's rows (a correction or a decision
+made after the period moves it on; with no such anchor yet, one is taken).
+Rows written before the main window (the tables, their house-rules and
+tableau versions) each get a window of their own, from their writer to the
+next signed anchor; windows that meet are merged.
+
+Same records, same anchors: same bytes (zipout.py). The only state a build
+adds is the closing anchor when none covers the period yet, and a second
+build then finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Max, Min, Sum
+
+from casino.models import ChangeLog, Seal
+from casino.trail import GENESIS, _dumps, _when
+from tables.models import Table, TableDayRollup
+
+from . import signed
+from .ledger import CHILDREN, Keys, write_ledger
+from .rows import LABELS, fields_of, keyed_rows
+from .select import Selection, period_select
+from .zipout import Bundle
+
+FORMAT = "chemmy-evidence/1"
+CHUNK = 5000
+LOG_FIELDS = ("id", "at", "user_id", "device", "action", "object_type",
+              "object_id", "reason", "old", "new", "ledger", "link", "hash",
+              "key_id")
+# Rows that may be older than the period's first session: found through the
+# trail's index (casino.Seal) when the main window does not name them.
+OLDER = ("tables.tableauversion", "tables.table", "tables.houserules")
+
+
+class EvidenceError(Exception):
+    pass
+
+
+def _line(obj) -> bytes:
+    return _dumps(obj).encode("utf-8") + b"\n"
+
+
+class _Progress:
+    def __init__(self, callback: Callable[[int, int], None] | None):
+        self.callback, self.done, self.expected, self.due = callback, 0, 0, CHUNK
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if self.callback and self.done >= self.due:
+            self.due = self.done + CHUNK
+            self.callback(self.done, self.expected)
+
+    def end(self) -> None:
+        if self.callback:
+            self.callback(self.done, self.expected)
+
+
+def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
+                   progress: Callable[[int, int], None] | None = None) -> dict:
+    """Write the bundle to `path`; returns the manifest."""
+    sel = period_select(from_day=from_day, to_day=to_day, table_ids=table_ids)
+    querysets = sel.querysets()
+    prog = _Progress(progress)
+    prog.expected = sum(querysets[label].count() for label in LABELS)
+    bundle = Bundle(path)
+    try:
+        with bundle.part("ledger.jsonl") as part, _snapshot():
+            members = write_ledger(part, querysets, sel.sessions, prog.step)
+        with bundle.part("context.jsonl") as part:
+            for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
+                part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
+                           .encode())
+        windows, anchors = _windows(sel, members)
+        prog.expected += sum(_count(w) for w in windows)
+        with bundle.part("log.jsonl") as part:
+            for window in windows:
+                _write_log(part, window, prog)
+        with bundle.part("anchors.jsonl") as part:
+            for anchor in anchors:
+                part.write(_line(anchor))
+        report = _report(sel, anchors[-1] if anchors else None)
+        with bundle.part("report.json") as part:
+            part.write(_line(report))
+        manifest = {
+            "format": FORMAT,
+            "period": {"from": from_day.isoformat(), "to": to_day.isoformat()},
+            "tables": sel.table_ids,
+            "time_zone": settings.TIME_ZONE,
+            "labels": list(LABELS),
+            "fields": {label: fields_of(label) for label in LABELS},
+            "windows": windows,
+            "public_keys": signed.public_keys(),
+            "parts": dict(bundle.parts),
+        }
+        with bundle.part("manifest.json") as part:
+            part.write(_dumps(manifest).encode("utf-8") + b"\n")
+    finally:
+        bundle.close()
+    prog.end()
+    return manifest
+
+
+@contextmanager
+def _snapshot():
+    """The ledger's queries in one read-only transaction: one snapshot for
+    every kind of row (PostgreSQL: REPEATABLE READ), and cursors that stream
+    (outside a transaction, a server-side cursor is WITH HOLD, and the
+    server would copy each whole result before the first row)."""
+    outermost = not connection.in_atomic_block  # else: the caller's snapshot
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                               "READ ONLY")
+        yield
+
+
+# -- the log segment ----------------------------------------------------------------
+
+def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
+    """The latest log row from row `lo` to the head naming any bundle row,
+    and which of the older kinds the log names from `lo` on (by pk)."""
+    found = {label: set() for label in OLDER}
+    if connection.vendor == "postgresql":
+        latest = _latest_pg(lo, members)
+        for label in OLDER:  # the trail's index has every writer of these
+            found[label] = {int(k) for k in Seal.objects.filter(
+                label=label, log_id__gte=lo,
+                key__in=[str(pk) for pk in members[label]],
+            ).values_list("key", flat=True)}
+        return latest, found
+    coups = members["tables.coup"]
+    latest = 0
+    for page in _pages(lo, None, "id", "ledger"):
+        for rid, ledger in page:
+            for label, entries in (ledger or {}).items():
+                if label in CHILDREN:
+                    if any(int(k.partition("#")[0]) in coups for k in entries):
+                        latest = rid
+                    continue
+                keys = members.get(label)
+                if not keys:
+                    continue
+                named = [int(k) for k in entries if int(k) in keys]
+                if named:
+                    latest = rid
+                    if label in found:
+                        found[label].update(named)
+    return latest, found
+
+
+def _latest_pg(lo: int, members: dict[str, Keys]) -> int:
+    """The scan in the server, one pass over the log's ledger maps from row
+    `lo`: each (label, key) a row names, hash-joined on the bundle's rows (a
+    child row by its parent coup's key). Keys are compared as text, so no
+    other label's key is ever cast."""
+    labels = [label for label, keys in members.items() if len(keys)]
+    if not labels:
+        return 0
+    params = {"lo": lo}
+    bundle = []
+    for i, label in enumerate(labels):
+        # one comma-separated text per kind (a month's coups: ~8 MB), not a
+        # list of a million Python strings
+        params[f"k{i}"] = ",".join(map(str, members[label]))
+        bundle.append(f"SELECT '{label}'::text AS label, "
+                      f"unnest(string_to_array(%(k{i})s, ',')) AS key")
+    children = ", ".join(f"'{c}'" for c in CHILDREN)
+    sql = (
+        "SELECT max(l.id) FROM casino_changelog l "
+        "CROSS JOIN LATERAL jsonb_each(l.ledger) AS e "
+        "CROSS JOIN LATERAL jsonb_object_keys(e.value) AS k (key) "
+        f"JOIN ({' UNION ALL '.join(bundle)}) AS b "
+        f"ON b.label = CASE WHEN e.key IN ({children}) THEN 'tables.coup' "
+        "ELSE e.key END AND b.key = split_part(k.key, '#', 1) "
+        "WHERE l.id >= %(lo)s AND jsonb_typeof(l.ledger) = 'object' "
+        "AND jsonb_typeof(e.value) = 'object'")
+    with transaction.atomic(), connection.cursor() as cursor:
+        # the arrays' sizes are unknown to the planner (it guesses 10 rows
+        # each): a nested loop over a million would be quadratic
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0] or 0
+
+
+def _windows(sel: Selection, members: dict[str, Keys]
+             ) -> tuple[list[dict], list[dict]]:
+    if not sel.sessions:
+        return [], []
+    opened = Seal.objects.filter(
+        label="tables.tablesession", key__in=[str(s) for s in sel.sessions]
+    ).aggregate(m=Min("log_id"))["m"]
+    if opened is None:
+        raise EvidenceError("the period's sessions are not in the trail")
+    latest, found = _writers(opened, members)
+    needed = [(opened, max(latest, opened))]
+    for label in OLDER:
+        missing = sorted(set(members[label]) - found[label])
+        if missing:
+            older = (Seal.objects.filter(label=label,
+                                         key__in=[str(pk) for pk in missing])
+                     .values("key").annotate(m=Max("log_id")))
+            needed += [(r["m"], r["m"]) for r in older]
+    spans = []
+    on_file = signed.Anchors()
+    for start, end in sorted(needed):
+        anchor = on_file.covering(end)
+        if anchor is None:
+            raise EvidenceError(f"no signed anchor covers trail row {end}")
+        if spans and start <= spans[-1][1] + 1:
+            if anchor["row"] > spans[-1][1]:
+                spans[-1][1:] = [anchor["row"], anchor]
+        else:
+            spans.append([start, anchor["row"], anchor])
+    windows, anchors = [], []
+    for start, end, anchor in spans:
+        seed = (ChangeLog.objects.filter(id__lt=start).order_by("-id")
+                .values_list("id", "link").first())
+        windows.append({"first": start, "last": end,
+                        "seed_row": seed[0] if seed else None,
+                        "seed": seed[1] if seed else GENESIS})
+        anchors.append(anchor)
+    return windows, anchors
+
+
+def _count(window: dict) -> int:
+    return ChangeLog.objects.filter(id__gte=window["first"],
+                                    id__lte=window["last"]).count()
+
+
+def _pages(first: int, last: int | None, *fields: str):
+    """The log rows first..last (None: to the head), a range of CHUNK ids
+    at a time: each page an index range, whatever the planner thinks of
+    the table's size (with a LIMIT instead, stale statistics had it sort
+    the whole rest of the window for every page)."""
+    if last is None:
+        last = ChangeLog.objects.aggregate(m=Max("id"))["m"] or 0
+    for lo in range(first, last + 1, CHUNK):
+        yield list(ChangeLog.objects.filter(id__gte=lo,
+                                            id__lte=min(lo + CHUNK - 1, last))
+                   .order_by("id").values_list(*fields, named=len(fields) > 2))
+
+
+def _write_log(part, window: dict, prog: _Progress) -> None:
+    for page in _pages(window["first"], window["last"], *LOG_FIELDS):
+        for row in page:
+            row = row._asdict()
+            row["at"] = _when(row["at"])
+            part.write(_line(row))
+        prog.step(len(page))
+
+
+# -- the commission report ------------------------------------------------------
+
+REPORT_SUMS = ("coups", "banker_wins", "punter_wins", "ties", "covered",
+               "commission")
+
+
+def _report(sel: Selection, closing: dict | None) -> dict:
+    """The period's commission per table and gaming day, as the reports read
+    it (the table-day rollups), with a stamp signed by the casino's key."""
+    cells = TableDayRollup.objects.filter(gaming_day__gte=sel.from_day,
+                                          gaming_day__lte=sel.to_day)
+    if sel.table_ids:
+        cells = cells.filter(table_id__in=sel.table_ids)
+    sums = (cells.values("table_id", "gaming_day")
+            .annotate(**{f"s_{n}": Sum(n) for n in REPORT_SUMS})
+            .order_by("table_id", "gaming_day"))
+    names = dict(Table.objects.values_list("pk", "name"))
+    rows = []
+    for s in sums:
+        if not s["s_coups"]:
+            continue
+        rows.append({
+            "table_id": s["table_id"], "table": names.get(s["table_id"], ""),
+            "gaming_day": s["gaming_day"].isoformat(),
+            **{n: int(s[f"s_{n}"]) for n in REPORT_SUMS[:4]},
+            "covered": f"{s['s_covered']:.2f}",
+            "commission": f"{s['s_commission']:.2f}",
+        })
+    total = {"coups": sum(r["coups"] for r in rows),
+             "commission": f"{sum(_dec(r['commission']) for r in rows):.2f}"}
+    from audit.reports.sheets import software_version
+
+    stamp = {
+        "title": "Commission report",
+        "period": f"gaming days {sel.from_day} to {sel.to_day}",
+        "tables": sel.table_ids or "all",
+        "group_by": "table and gaming day",
+        "rows_sha256": _rows_digest(rows),
+        "total": total,
+        "trail_anchor": (f"row {closing['row']} {closing['hash']}"
+                         if closing else ""),
+        "trail_anchor_link": closing["link"] if closing else "",
+        # the closing anchor's time, not the build's: the same bytes each time
+        "generated_at": closing["at"] if closing else "",
+        "software_version": software_version(),
+    }
+    return {"stamp": signed.stamp_signed(stamp), "rows": rows}
+
+
+def _dec(text: str):
+    from decimal import Decimal
+
+    return Decimal(text)
+
+
+def _rows_digest(rows: list[dict]) -> str:
+    import hashlib
+
+    return hashlib.sha256(_dumps(rows).encode("utf-8")).hexdigest()
