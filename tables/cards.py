@@ -60,7 +60,7 @@ def phrase_names() -> tuple[dict[str, str], dict[str, str]]:
 
 def card_strings() -> dict[str, str]:
     """What the tablet's script needs to name a card in words (its
-    cardName(), static/tablet/coup.js): merged into js_strings()."""
+    cardName(), static/tablet/coup/words.js): merged into js_strings()."""
     ranks, suits = phrase_names()
     out = {"card_name": _("{rank} of {suit}")}
     out.update({f"card_rank_{k}": v for k, v in ranks.items() if k != "T"})

@@ -4,7 +4,7 @@ The engine stores each finding's message in English (tables/chemmy: the
 record is the same whoever reads it). A page shows it in the reader's
 language from the finding's code and detail, with the very sentences the
 tablet's script uses (js_strings in tables/tablet/state.py, findingText() in
-static/tablet/coup.js): in English they are word for word the stored
+static/tablet/coup/words.js): in English they are word for word the stored
 message (a test holds them together), but for the card, written as the pad
 labels it ("K♥"; "R♥" in French) rather than by its code ("KH"). A finding
 this module does not know is shown as stored.
@@ -118,7 +118,7 @@ def _after_natural(side: str, d: Mapping, coup) -> str | None:
 
 
 def _amount(value) -> str:
-    """An amount as the tablet shows one (its money() in coup.js): grouped,
+    """An amount as the tablet shows one (its money() in coup/words.js): grouped,
     in the reader's language, cents only when there are any."""
     d = Decimal(str(value))
     return number_format(d, decimal_pos=0 if d == d.to_integral_value() else 2,

@@ -6,7 +6,7 @@ recent coups, the floor and audit pages (template filter ``result`` in
 tables/templatetags/coups.py) and the tablet's script all say it this way:
 the script gets these very sentences in its strings table (js_strings,
 ``result_<outcome>``) and words them with its twin, resultText() in
-static/tablet/coup.js. tests/test_wording.py holds the two together.
+static/tablet/coup/words.js. tests/test_wording.py holds the two together.
 """
 
 from __future__ import annotations
