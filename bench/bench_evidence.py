@@ -117,10 +117,10 @@ def _fill_part(part: int, tables: int, args, start: date = START) -> int:
     simulation.SHOES_PER_DAY = 10**6
     user = get_user_model().objects.get(username="bench-evidence")
     skipped = (start - START).days
+    # the same seed: simulate names its tables after it ("<prefix> <seed>-<n>")
     report = simulation.simulate(
-        user=user, tables=tables, shoes=args.shoes,
-        seed=args.seed * 100 + part + 1000 * skipped, days=args.days - skipped,
-        start=start, table_prefix=f"Bench{part}")
+        user=user, tables=tables, shoes=args.shoes, seed=args.seed * 100 + part,
+        days=args.days - skipped, start=start, table_prefix=f"Bench{part}")
     return report.coups
 
 
@@ -300,6 +300,8 @@ def main() -> None:
                         "the whole --days)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the database filled by a previous run")
+    parser.add_argument("--end", help="the periods' last gaming day (default: "
+                        "the last every table played whole)")
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--resume", action="store_true",
                         help="go on with a fill that was stopped (its last day "
@@ -325,7 +327,7 @@ def main() -> None:
 
     print(f"{anchor_as_beat()} anchors written (the hours of the fill)",
           flush=True)
-    end = last_complete_day()
+    end = (date.fromisoformat(args.end) if args.end else last_complete_day())
     periods = [int(p) for p in args.periods.split(",") if p] or [
         (end - START).days + 1]
     print(f"periods of {periods} gaming days up to {end}", flush=True)
