@@ -79,7 +79,9 @@ def signer_text(stamp: dict) -> str:
 
     return (f"{ALGORITHM} key {stamp.get('signing_key_id', '')} (fingerprint; "
             f"public key at {KEYS_URL}; the signature is over this stamp's "
-            "fields but the signature, as stored with the report)")
+            "fields but the signature, as stored with the report; a signature "
+            "that begins with + is printed after a ' that stops a spreadsheet "
+            "from running it, and the ' is not part of it)")
 
 
 def write_stamp(w, stamp: dict) -> None:

@@ -21,6 +21,7 @@ from django.conf import settings
 from audit.reports.models import ReportJob
 from audit.reports.services import report_request
 from casino.signing import stamp_verify
+from casino.spreadsheet import neutralise
 
 from .conftest import DAY1, DAY3
 
@@ -60,7 +61,11 @@ def test_a_csv_stamp_is_signed_and_prints_the_fingerprint(
     printed = dict(line for line in lines[:20] if len(line) == 2)
     assert stamp["signing_key_id"] in printed["signed by"]
     assert "/trail/keys.json" in printed["signed by"]
-    assert printed["signature"] == stamp["signature"]
+    # base64 may begin with "+": printed after a quote, as every CSV value
+    # that a spreadsheet would run (casino/spreadsheet.py), and said so
+    assert printed["signature"] == neutralise(stamp["signature"])
+    assert printed["signature"].removeprefix("'") == stamp["signature"]
+    assert "begins with + is printed after a '" in printed["signed by"]
     assert printed["trail anchor link"] == stamp["trail_anchor_link"]
     # a total changed on the stamp, or the period: the signature no longer holds
     for field, value in (("period", "gaming days 2020-01-01 to 2020-01-02"),
@@ -100,3 +105,22 @@ def test_the_job_page_shows_the_key_and_signature(
     page = client.get(f"/reports/jobs/{job.pk}/").content.decode()
     assert job.stamp["signing_key_id"] in page and job.stamp["signature"] in page
     assert 'href="/trail/keys.json"' in page
+
+
+@pytest.mark.parametrize("signature", ["+CezyH1Sl3cw5TZEXwiXKJV8yI6jLrH9bv6l==",
+                                       "CezyH1Sl3cw5TZEXwiXKJV8yI6jLrH9bv6l+=="])
+def test_a_signature_that_begins_with_plus_is_printed_as_text(signature, tmp_path):
+    """One signature in 64 begins with "+": the CSV line must not be a
+    formula, and what follows the quote is the signature, whole."""
+    from audit.reports.writers import write_stamp
+
+    stamp = {"title": "t", "period": "p", "gaming_day_note": "n", "house_rules": [],
+             "software_version": "v", "generated_at": "g", "generated_by": "u",
+             "signing_key_id": "0123456789abcdef", "signature": signature}
+    path = tmp_path / "s.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        write_stamp(csv.writer(f), stamp)
+    printed = dict(csv.reader(path.open(encoding="utf-8")))
+    assert not printed["signature"].startswith(("+", "=", "-", "@"))
+    assert printed["signature"].removeprefix("'") == signature
+    assert printed["signature"].startswith("'") == signature.startswith("+")
