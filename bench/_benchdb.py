@@ -9,6 +9,8 @@ say) is not dropped; its server is used with the name ``<name>_bench``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -17,6 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_casino"
 OUT_DIR = ROOT / "var" / "bench"
+
+# The base64 of a 32-byte Ed25519 seed that signs nothing outside a bench.
+BENCH_SIGNING_SEED = base64.b64encode(
+    hashlib.sha256(b"bench-only-signing").digest()).decode()
 
 
 def bench_url() -> str:
@@ -41,6 +47,8 @@ def configure(*, debug: bool = False) -> str:
         DEBUG="1" if debug else "0",
         SECRET_KEY=os.environ.get("SECRET_KEY") or "bench-only-" + "x" * 40,
         TRAIL_KEY=os.environ.get("TRAIL_KEY") or "bench-only-trail-" + "k" * 40,
+        # DEBUG off needs a signing key (casino/settings.py): a bench-only seed
+        TRAIL_SIGNING_KEY=os.environ.get("TRAIL_SIGNING_KEY") or BENCH_SIGNING_SEED,
         ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
         SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback
         CONN_MAX_AGE="600",

@@ -9,6 +9,8 @@ Databases are dropped on every run, so their names must contain "load" or
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.client
 import os
 import signal
@@ -23,6 +25,10 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "var" / "reliability"
 
+# The base64 of a 32-byte Ed25519 seed that signs nothing outside a bench.
+BENCH_SIGNING_SEED = base64.b64encode(
+    hashlib.sha256(b"bench-only-signing").digest()).decode()
+
 
 def configure(url: str) -> dict[str, str]:
     """Environment for Django in this process and in gunicorn. Returns it."""
@@ -35,6 +41,8 @@ def configure(url: str) -> dict[str, str]:
         "DEBUG": "0",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "reliability-only-" + "x" * 40,
         "TRAIL_KEY": os.environ.get("TRAIL_KEY") or "reliability-trail-" + "k" * 40,
+        # DEBUG off needs a signing key (casino/settings.py): a bench-only seed
+        "TRAIL_SIGNING_KEY": os.environ.get("TRAIL_SIGNING_KEY") or BENCH_SIGNING_SEED,
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECURE_SSL_REDIRECT": "0",  # plain HTTP on loopback
         "CONN_MAX_AGE": "600",

@@ -181,19 +181,22 @@ def run_tablet(
     fate learned) until `give_up`, then reported unresolved."""
     rng = random.Random(seed)
     cards = new_deck(rng)
-    k = 0
+    k, tied = 0, None
     while time.monotonic() < stop and k < 1_000_000:
         if len(cards) < 7:
             cards = new_deck(rng)
         punter, banker = deal(rng, cards)
-        stakes = [
+        stakes = tied or [
             {"standing": f"p{i}", "amount": f"{rng.choice(STAKES)}.00"}
             for i in range(rng.randint(1, 3))
         ]
         key = f"{tag}-{k}"
         k += 1
         body = {"punter": punter, "banker": banker, "stakes": stakes}
-        record_one(tablet, table, tally, rng, key, body, give_up, behaviour)
+        data = record_one(tablet, table, tally, rng, key, body, give_up, behaviour)
+        # house rule tie "stay" (the default): the tied stakes are placed
+        # again as they were in the next coup (docs/rules.md)
+        tied = stakes if data is not None and data["outcome"] == "tie" else None
 
 
 def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):

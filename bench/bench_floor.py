@@ -5,7 +5,7 @@ Run from the project root, alone on the machine for figures:
 
     .venv/bin/python bench/bench_floor.py
         [--tables 500] [--duration 60] [--bosses 20] [--history-days 30]
-        [--history-coups 60] [--workers 3] [--threads 4]
+        [--history-coups 60] [--workers 3] [--threads 4] [--page-workers 0]
 
 A fresh PostgreSQL database (bench_floor, dropped and re-created, migrated;
 BENCH_DATABASE_URL to change it), dropped again when the bench ends, whatever
@@ -27,7 +27,9 @@ untimed:
   through the services; --bosses pit bosses signed in on the sign-in page
   (session cookie and CSRF token, as a browser); a manager with a token.
 
-Then gunicorn (gthread, on a port in 8790-8799) and `celery -A casino worker`
+Then gunicorn (gthread, on a port in 8790-8799; with --page-workers N, a
+second one of N processes on the next free port serves the pit bosses' pages,
+the first the API, as two pools behind the proxy) and `celery -A casino worker`
 (one pool process, under nice 10: --worker-nice), warmed as a server up for a
 while (untimed bursts of reads: every worker process loaded, every thread's
 database connection open), and for --duration seconds:
@@ -169,6 +171,7 @@ class LiveTable:
     shoe: int
     seat: int = 1
     k: int = 0
+    tied: list | None = None  # the stakes a tie left on the table
     busy: threading.Lock = field(default_factory=threading.Lock)
     tally: _tablets.Tally = field(default_factory=_tablets.Tally)
 
@@ -316,8 +319,9 @@ def play_coup(t: LiveTable, rec: Record, due: float, give_up: float, behaviour):
             t.cards = fresh_shoe(rng, burned)
         punter, banker = _tablets.deal(rng, t.cards)
         others = [s for s in range(1, 10) if s != t.seat]
-        stakes = [{"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
-                  for s in rng.sample(others, k=rng.randint(1, 3))]
+        stakes = t.tied or [
+            {"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
+            for s in rng.sample(others, k=rng.randint(1, 3))]
         key = f"floor-{t.index}-{t.k}"
         t.k += 1
         body = {"punter": punter, "banker": banker, "stakes": stakes}
@@ -325,6 +329,9 @@ def play_coup(t: LiveTable, rec: Record, due: float, give_up: float, behaviour):
                                    give_up, behaviour)
         if data is not None:  # the bank lost, the next seat holds it now
             t.seat = data.get("next_banker_seat") or data["banker_seat"]
+            # house rule tie "stay" (the default): the tied stakes are placed
+            # again as they were in the next coup (docs/rules.md)
+            t.tied = stakes if data["outcome"] == "tie" else None
 
 
 def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
@@ -511,8 +518,8 @@ def stop_celery(proc) -> None:
         proc.wait(timeout=5)
 
 
-def cpu_snapshot(web: int, worker: int, db: str) -> dict:
-    """CPU ticks so far of the gunicorn master and workers (its session),
+def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
+    """CPU ticks so far of the gunicorn masters and workers (their sessions),
     the Celery worker and its pool, this database's PostgreSQL backends, this
     client; and the machine's busy and idle ticks."""
     out = {"web": 0, "worker": 0, "postgres": 0}
@@ -528,7 +535,7 @@ def cpu_snapshot(web: int, worker: int, db: str) -> dict:
             continue
         ticks = int(stat[11]) + int(stat[12])  # utime + stime
         session = int(stat[3])
-        if session == web:
+        if session in webs:
             out["web"] += ticks
         elif session == worker:
             out["worker"] += ticks
@@ -589,6 +596,11 @@ def main() -> None:
     # 2 cores: 3 processes x 4 threads (see the report below)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--page-workers", type=int, default=0,
+        help="0: one gunicorn for everything; N: the pit bosses' pages on a "
+             "gunicorn of their own with N processes (--threads each), the API "
+             "on the other (--workers), as README's production section runs them")
     parser.add_argument("--worker-nice", type=int, default=10,
                         help="the Celery worker's nice value (0: none)")
     parser.add_argument("--replay-rate", type=float, default=0.02)
@@ -652,11 +664,22 @@ def run(args, url: str, before: dict) -> None:
     gunicorn = argparse.Namespace(worker_class="gthread", workers=args.workers,
                                   threads=args.threads)
     proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log")
+    pages, page_port = None, port
     try:  # a SIGTERM from here on still stops what was started
+        if args.page_workers:
+            page_port = pick_port()
+            pages, page_cmd = _server.start(
+                argparse.Namespace(worker_class="gthread", workers=args.page_workers,
+                                   threads=args.threads),
+                page_port, log_name="floor-gunicorn-pages.log")
+            cmd = [*cmd, "+ pages:", *page_cmd[1:]]
         celery, _ = start_celery(args.worker_nice)
     except BaseException:
         _server.stop(proc)
+        if pages is not None:
+            _server.stop(pages)
         raise
+    webs = (proc.pid, pages.pid) if pages is not None else (proc.pid,)
     report_job: dict = {}
     try:
         print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
@@ -675,7 +698,7 @@ def run(args, url: str, before: dict) -> None:
         warm(tables, args.workers * args.threads)
         browsers = []
         for i in range(args.bosses):  # signed in before the window
-            b = Browser(port)
+            b = Browser(page_port)
             b.sign_in(f"bench-boss-{i}", f"bench-boss-{i}" * 2)
             b.request("GET", "/floor/")  # warm: each page once per boss
             b.request("GET", "/floor/queue/")
@@ -694,9 +717,9 @@ def run(args, url: str, before: dict) -> None:
         for t in [*threads, mgr]:
             t.start()
         time.sleep(max(0.0, start - time.monotonic()))
-        cpu0 = cpu_snapshot(proc.pid, celery.pid, url.rsplit("/", 1)[1])
+        cpu0 = cpu_snapshot(webs, celery.pid, url.rsplit("/", 1)[1])
         time.sleep(max(0.0, stop - time.monotonic()))
-        cpu1 = cpu_snapshot(proc.pid, celery.pid, url.rsplit("/", 1)[1])
+        cpu1 = cpu_snapshot(webs, celery.pid, url.rsplit("/", 1)[1])
         print("window over; resolving coups in flight, waiting for the report",
               flush=True)
         for t in threads:
@@ -706,6 +729,8 @@ def run(args, url: str, before: dict) -> None:
             rec.error("a client thread did not stop")
     finally:
         _server.stop(proc)
+        if pages is not None:
+            _server.stop(pages)
         stop_celery(celery)
     cpu = cpu_report(cpu0, cpu1, stop - start)
     acked, unresolved = {}, []
