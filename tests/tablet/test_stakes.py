@@ -66,6 +66,61 @@ def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupie
     )
 
 
+def test_the_table_after_a_coup_holds_while_the_state_is_on_its_way(
+    browser, live_server, ready_turn, croupier
+):
+    """The coup is recorded but the server's new state has not come back
+    yet (a slow network): a croupier who taps at once acts on the table as
+    that coup left it (suivi for seat 5, the bank doubled less the levy),
+    not as it stood before (CI once caught "Nobody may call suivi now")."""
+    from tables.models import Coup
+
+    from .conftest import LANDSCAPE, sign_in_cookie
+
+    shoe, _ = ready_turn
+    # Routing sees only what no service worker answers: keep it out here.
+    ctx = browser.new_context(viewport=LANDSCAPE, service_workers="block")
+    page = ctx.new_page()
+    sign_in_cookie(page, live_server, croupier)
+    page.goto(f"{live_server.url}/tablet/shoes/{shoe.pk}/")
+    coverage = page.locator("#coverage")
+    held = []
+    page.route(f"**/tablet/shoes/{shoe.pk}/state/", lambda route: held.append(route))
+
+    seat(page, 5).click()
+    page.get_by_role("button", name="Banco solo").click()
+    deal(page, "2H", "7S", "KD", "QC", "4C")  # banker 7 beats punter 6
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 1)
+    page.wait_for_timeout(100)
+    assert held, "the tablet asks the server's state after a coup"
+    expect(coverage).to_have_text("Bank 1,950 · covered 0 · garage 1,950")
+    seat(page, 6).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(page.locator("#alert")).to_have_text("Only seat 5 may call suivi.")
+    page.get_by_role("button", name="Remove stake").click()
+    seat(page, 5).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
+
+    # the state arrives: the same table, now from the server
+    with page.expect_response(f"**/tablet/shoes/{shoe.pk}/state/"):
+        held.pop(0).continue_()
+    page.unroute(f"**/tablet/shoes/{shoe.pk}/state/")  # and lets the rest go
+    expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
+    deal(page, "9H", "2S", "KD", "3C")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)
+    stake = Coup.objects.get(seq=2).stakes.get()
+    assert (stake.seat, stake.announcement, stake.amount) == (
+        5,
+        "suivi",
+        Decimal("1950.00"),
+    )
+    page.goto("about:blank")
+    ctx.close()
+
+
 def test_warning_when_the_shoe_runs_low(page, live_server, signed_in, table, croupier):
     from tables.services import banker_turn_open, session_open, shoe_open
 

@@ -14,7 +14,7 @@
  * not the sender.
  */
 import * as C from "../chemmy.js";
-import { S, USER, USER_ID, USER_NAME } from "./state.js";
+import { bridged, S, USER, USER_ID, USER_NAME } from "./state.js";
 
 const QUEUE_KEY = "chemmy.tablet.queue";
 const DEVICE_KEY = "chemmy.tablet.device";
@@ -128,24 +128,35 @@ export function derive() {
     heldFindings: S.shoe.held ? S.shoe.held.findings : [],
     heldCodes: S.shoe.held ? S.shoe.held.codes || [] : [],
   };
+  // recorded, but the server's state that shows it is still on its way
+  const just = bridged();
+  if (just && just.body.expected_seq === v.nextSeq - 1) {
+    v.cardsLeft -= just.body.punter.length + just.body.banker.length;
+    follow(v, just);
+  }
   for (const e of mine(queue())) {
     if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
-    const p = e.provisional;
     v.waiting += 1;
     v.nextSeq = e.body.expected_seq + 1;
     v.cardsLeft -= e.body.punter.length + e.body.banker.length;
-    v.bank = p.bank_after;
-    v.suivi = p.suivi;
-    v.tied = p.tied || null;
-    if (p.holds && !v.heldBy) {
-      v.heldBy = e.body.expected_seq; // the server will hold it too
-      v.heldFindings = p.holds;
-      v.heldCodes = p.hold_codes || [];
-    }
-    if (p.turn_ends) {
-      v.turnOpen = false;
-      v.nextBanker = p.next_banker_seat;
-    }
+    follow(v, e);
   }
   return v;
+}
+
+/** The table after coup ``e``, from its provisional figures. */
+function follow(v, e) {
+  const p = e.provisional;
+  v.bank = p.bank_after;
+  v.suivi = p.suivi;
+  v.tied = p.tied || null;
+  if (p.holds && !v.heldBy) {
+    v.heldBy = e.body.expected_seq; // the server will hold it too
+    v.heldFindings = p.holds;
+    v.heldCodes = p.hold_codes || [];
+  }
+  if (p.turn_ends) {
+    v.turnOpen = false;
+    v.nextBanker = p.next_banker_seat;
+  }
 }

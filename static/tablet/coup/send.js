@@ -9,7 +9,7 @@ import { clearCards } from "./cards.js";
 import { $, showAlert } from "./dom.js";
 import { device, isMine, mine, queue, removeEntry, saveQueue } from "./queue.js";
 import { fromServer, fromSummary, resultPanel } from "./result.js";
-import { adopt, draft, render, S, T, URLS } from "./state.js";
+import { adopt, bridge, draft, render, S, T, URLS } from "./state.js";
 import { cardText, fmt, REFUSAL, resultText } from "./words.js";
 
 export let paused = null; // {kind, entry} while a conflict waits for the croupier
@@ -114,6 +114,9 @@ export async function recorded(entry, coup) {
     // would otherwise be replaced by an older recorded one.
     const later = mine(queue()).length;
     if (!later) resultPanel(fromServer(coup));
+    if (coup.seq >= S.shoe.next_seq && entry && entry.provisional) {
+      bridge(Object.assign({}, entry, { body: Object.assign({}, entry.body, { expected_seq: coup.seq }) }));
+    }
     S.shoe.next_seq = Math.max(S.shoe.next_seq, coup.seq + 1);
   }
   document.body.dispatchEvent(new CustomEvent("coup-recorded"));

@@ -57,6 +57,20 @@ function later(a, b) {
 export function adopt(fresh) {
   S = Object.assign({}, S, fresh);
   keepState(fresh);
+  justRecorded = null;
+}
+
+// A coup the server has just recorded, out of the queue, whose effects (the
+// bank, who may call suivi, a tie's stakes, the turn's end) its state does
+// not show until refreshState's answer: derive() keeps the coup's
+// provisional figures until then, so that a croupier who taps at once does
+// not act on the table as it stood before that coup.
+let justRecorded = null;
+export function bridge(entry) {
+  justRecorded = entry;
+}
+export function bridged() {
+  return justRecorded;
 }
 
 (function adoptKeptState() {
