@@ -21,7 +21,7 @@ def free_port() -> int:
 
 
 def start(
-    args, port: int, log_name: str = "gunicorn.log"
+    args, port: int, log_name: str = "gunicorn.log", env: dict | None = None
 ) -> tuple[subprocess.Popen, list[str]]:
     opts = (
         f"-b 127.0.0.1:{port} -k {args.worker_class} -w {args.workers} "
@@ -32,7 +32,8 @@ def start(
     log = open(_benchdb.OUT_DIR / log_name, "w")  # noqa: SIM115
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "CASINO_PROCESS": "web"},  # a request's limits
+        # CASINO_PROCESS: a request's limits
+        env={**os.environ, "CASINO_PROCESS": "web", **(env or {})},
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # ready when a worker answers

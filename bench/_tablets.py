@@ -58,6 +58,8 @@ class Tally:
     acked: dict[str, int] = field(default_factory=dict)
     ack_times: list[float] = field(default_factory=list)
     latencies: list[tuple[float, float]] = field(default_factory=list)  # (t0, s)
+    # each latency's X-Request-ID (the server's access log names it)
+    request_ids: list[str] = field(default_factory=list)
     created: int = 0
     replays_asked: int = 0  # deliberate re-sends after a 201
     replays_ok: int = 0  # ... answered 200 with the same coup
@@ -213,12 +215,13 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
             tally.unresolved.append(key)
             return None
         t0 = time.monotonic()
+        rid = f"{key}.{_attempt}"
         try:
             status, data = tablet.request(
                 "POST",
                 f"/api/v1/shoes/{shoe}/coups/",
                 body,
-                headers={"Idempotency-Key": key},
+                headers={"Idempotency-Key": key, "X-Request-ID": rid},
                 wait=wait,
             )
         except TimeoutError:
@@ -231,6 +234,7 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
             pause = min(pause * 2, behaviour.backoff_cap)
             continue
         tally.latencies.append((t0, time.monotonic() - t0))
+        tally.request_ids.append(rid)
         tally.note(tally.statuses, status)
         if status in (200, 201):
             coup = data["id"]

@@ -96,6 +96,10 @@ RESOLVE = 20.0  # a coup in flight at the end: its fate learned within this
 REPORT_WAIT = 180.0  # the report polled at most this long after the window
 STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # x 10.00, as in tables.simulation
 KINDS = ("coup", "floor", "queue", "shoe", "report_request", "report_poll")
+# gunicorn logs every request as production does (INFO, one JSON object a
+# line: casino/logs.py), its time in Django included: a coup's time at the
+# client less its time in Django is its wait for a thread and the network
+ACCESS_LOG = {"LOG_LEVEL": "INFO", "LOG_FORMAT": "json"}
 
 
 # -- set-up -------------------------------------------------------------------
@@ -507,6 +511,18 @@ def start_celery(nice: int) -> tuple[subprocess.Popen, Path]:
     return proc, log
 
 
+def be_nice(pid: int, nice: int) -> None:
+    """Renice a process started in a session of its own (gunicorn: its master
+    and the workers it forked; those it forks later inherit it), and its
+    session's autogroup: Linux shares the CPU between sessions first."""
+    os.setpriority(os.PRIO_PGRP, pid, nice)
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError as exc:
+        print(f"note: the autogroup of {pid} stays at nice 0 ({exc})")
+
+
 def stop_celery(proc) -> None:
     if proc.poll() is not None:
         return
@@ -601,6 +617,11 @@ def main() -> None:
         help="0: one gunicorn for everything; N: the pit bosses' pages on a "
              "gunicorn of their own with N processes (--threads each), the API "
              "on the other (--workers), as README's production section runs them")
+    parser.add_argument(
+        "--page-nice", type=int, default=0,
+        help="with --page-workers: the pages' gunicorn's nice value, so that "
+             "the tablets' coups come first (README: production, Nice= or "
+             "CPUWeight= of the pages' unit)")
     parser.add_argument("--worker-nice", type=int, default=10,
                         help="the Celery worker's nice value (0: none)")
     parser.add_argument("--replay-rate", type=float, default=0.02)
@@ -663,7 +684,8 @@ def run(args, url: str, before: dict) -> None:
     port = pick_port()
     gunicorn = argparse.Namespace(worker_class="gthread", workers=args.workers,
                                   threads=args.threads)
-    proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log")
+    proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log",
+                              env=ACCESS_LOG)
     pages, page_port = None, port
     try:  # a SIGTERM from here on still stops what was started
         if args.page_workers:
@@ -671,8 +693,10 @@ def run(args, url: str, before: dict) -> None:
             pages, page_cmd = _server.start(
                 argparse.Namespace(worker_class="gthread", workers=args.page_workers,
                                    threads=args.threads),
-                page_port, log_name="floor-gunicorn-pages.log")
+                page_port, log_name="floor-gunicorn-pages.log", env=ACCESS_LOG)
             cmd = [*cmd, "+ pages:", *page_cmd[1:]]
+            if args.page_nice:
+                be_nice(pages.pid, args.page_nice)
         celery, _ = start_celery(args.worker_nice)
     except BaseException:
         _server.stop(proc)
@@ -738,16 +762,39 @@ def run(args, url: str, before: dict) -> None:
         acked.update(t.tally.acked)
         unresolved.extend(t.tally.unresolved)
         rec.errors.extend(t.tally.errors)
-        rec.rows["coup"].extend((t0, s, -1) for t0, s in t.tally.latencies)
+        timed_ids = zip(t.tally.latencies, t.tally.request_ids, strict=True)
+        rec.rows["coup"].extend((t0, s, rid) for (t0, s), rid in timed_ids)
     result = _harness.verify(acked, unresolved, gaming_days=[live_day])
     report(args, cmd, rec, start, stop, tables, result, cpu, report_job, hist,
            before, setup_s)
 
 
-def slowest_coups(rec, start, stop, n: int = 10) -> list[dict]:
+def server_times() -> dict[str, float]:
+    """Each request's time in Django (ms) by its X-Request-ID, from the
+    gunicorn logs' access lines (ACCESS_LOG)."""
+    times = {}
+    for name in ("floor-gunicorn.log", "floor-gunicorn-pages.log"):
+        path = _benchdb.OUT_DIR / name
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if '"casino.request"' not in line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if row.get("request_id") and "duration_ms" in row:
+                    times[row["request_id"]] = float(row["duration_ms"])
+    return times
+
+
+def slowest_coups(rec, start, stop, n: int = 10, server=None) -> list[dict]:
     """The n slowest coups of the window and what overlapped each: page loads
     (floor, queue) that took over 50 ms (a shared copy rendered), and the
-    report request's build (from its request to its last poll)."""
+    report request's build (from its request to its last poll); and its
+    time in Django (server_ms: the rest waited for a thread)."""
     coups = sorted((r for r in rec.rows["coup"] if start <= r[0] < stop),
                    key=lambda r: -r[1])[:n]
     pages = [(t0, t0 + s) for kind in ("floor", "queue") for t0, s, _ in rec.rows[kind]
@@ -756,10 +803,11 @@ def slowest_coups(rec, start, stop, n: int = 10) -> list[dict]:
     polled = [t0 + s for t0, s, _ in rec.rows["report_poll"]]
     build = (asked[0], max(polled)) if asked and polled else None
     out = []
-    for t0, seconds, _ in coups:
+    for t0, seconds, rid in coups:
         t1 = t0 + seconds
         out.append({
             "at_s": round(t0 - start, 1), "ms": round(seconds * 1000, 1),
+            "server_ms": (server or {}).get(rid),
             "slow_pages": sum(1 for a, b in pages if a < t1 and b > t0),
             "report": build is not None and build[0] < t1 and build[1] > t0,
         })
@@ -802,10 +850,19 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
           f"shoes replaced {sum(t.state.shoes_opened for t in tables)}, "
           f"banker turns opened after a lost bank {turns}")
     print(f"report: {job}")
-    slow = slowest_coups(rec, start, stop)
-    print("slowest coups (s into the window: ms, with the pages over 50 ms "
-          "in flight and the report's build): " + "; ".join(
-              f"{c['at_s']} s: {c['ms']} ms, {c['slow_pages']} pages"
+    server = server_times()
+    in_django = sorted(server[rid] for t0, _, rid in rec.rows["coup"]
+                       if start <= t0 < stop and rid in server)
+    figures["coup"]["in_django"] = {
+        "n": len(in_django),
+        **{f"p{q}_ms": round(_tablets.percentile(in_django, q), 1) if in_django
+           else None for q in (50, 95, 99)}}
+    print("coups' time in Django (the access log): " + ", ".join(
+        f"{k} {v}" for k, v in figures["coup"]["in_django"].items()))
+    slow = slowest_coups(rec, start, stop, server=server)
+    print("slowest coups (s into the window: ms at the client / in Django, with "
+          "the pages over 50 ms in flight and the report's build): " + "; ".join(
+              f"{c['at_s']} s: {c['ms']} / {c['server_ms']} ms, {c['slow_pages']} pages"
               + (", report" if c["report"] else "") for c in slow))
     print(f"verify (today's sessions): {result['acknowledged']} coups acknowledged,"
           f" {result['coups']} stored, {result['rows_lost']} lost, "
@@ -830,7 +887,8 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
         + " ".join(sys.argv[1:]), "server": cmd[1:], "tables": args.tables,
         "bosses": args.bosses, "duration_s": args.duration, "history": hist,
         "workers": args.workers, "threads": args.threads,
-        "worker_nice": args.worker_nice, "turns_opened": turns,
+        "worker_nice": args.worker_nice, "page_workers": args.page_workers,
+        "page_nice": args.page_nice, "turns_opened": turns,
         "setup_s": round(setup_s, 1), "latency": figures, "report": job,
         "slowest_coups": slow,
         "lag_ms": {"p50": _lagged(lag, 50), "max": _lagged(lag, 100)},
