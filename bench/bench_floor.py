@@ -538,7 +538,7 @@ def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
     """CPU ticks so far of the gunicorn masters and workers (their sessions),
     the Celery worker and its pool, this database's PostgreSQL backends, this
     client; and the machine's busy and idle ticks."""
-    out = {"web": 0, "worker": 0, "postgres": 0}
+    out = {"web": 0, "worker": 0, "postgres": 0, "pages": 0}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -553,6 +553,8 @@ def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
         session = int(stat[3])
         if session in webs:
             out["web"] += ticks
+            if len(webs) > 1 and session == webs[1]:  # of which the pages' pool
+                out["pages"] += ticks
         elif session == worker:
             out["worker"] += ticks
         elif cmd.startswith("postgres:") and f" {db} " in cmd:
@@ -573,7 +575,10 @@ def cpu_report(a: dict, b: dict, seconds: float) -> dict:
     all_ = (b["machine_all"] - a["machine_all"]) / hz
     idle = (b["machine_idle"] - a["machine_idle"]) / hz
     used["other"] = max(0.0, all_ - idle - sum(used.values()))
+    pages = (b["pages"] - a["pages"]) / hz
     return {
+        # with --page-workers, the web's CPU of which its pages' pool
+        "web_pages_s": round(pages, 1) if pages else None,
         "window_s": round(seconds, 1), "cores": cores,
         "cpu_s": {k: round(v, 1) for k, v in used.items()},
         "share_of_cores_pct": {k: round(100 * v / (seconds * cores), 1)
@@ -875,7 +880,9 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
     share = cpu["share_of_cores_pct"]
     print(f"\nCPU over the {cpu['window_s']} s window ({cpu['cores']} cores): "
           + ", ".join(f"{k} {v} s ({share[k]} %)" for k, v in cpu["cpu_s"].items())
-          + f"; machine idle {cpu['machine_idle_pct']} %")
+          + f"; machine idle {cpu['machine_idle_pct']} %"
+          + (f"; the web's pages pool {cpu['web_pages_s']} s of it"
+             if cpu["web_pages_s"] else ""))
     limit = limit_text(cpu)
     print(f"what limits: {limit}")
     print("aims: coup p99 <= 100 ms {}, floor p99 <= 250 ms {}, stored once {}, "
