@@ -31,8 +31,9 @@ Then gunicorn (gthread, on a port in 8790-8799; with --page-workers N, a
 second one of N processes on the next free port serves the pit bosses' pages,
 the first the API, as two pools behind the proxy) and `celery -A casino worker`
 (one pool process, under nice 10: --worker-nice), warmed as a server up for a
-while (untimed bursts of reads: every worker process loaded, every thread's
-database connection open), and for --duration seconds:
+while (untimed bursts of reads, then of coups: every worker process loaded,
+every thread's database connection open and its coup statements prepared),
+and for --duration seconds:
 
 - every table records a coup every 30 s (the tables spread evenly over the
   30 s, each coup +-2 s of jitter), dealt from its own shuffled shoe by the
@@ -367,17 +368,28 @@ def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
                         behaviour)
 
 
-def warm(tables, threads: int, rounds: int = 4) -> None:
+def warm(tables, threads: int, behaviour, rounds: int = 4) -> None:
     """Before the window, as a server that has been up a while: bursts of
     twice as many parallel reads (a table's session, on the API, by its own
     tablet) as gunicorn has threads, so that every worker process has loaded
-    the application and every thread has opened its database connection.
-    Not timed; the tablets' connections are closed after."""
+    the application and every thread has opened its database connection;
+    then as many bursts of coups at those tables, so that every connection
+    has recorded coups (its statements prepared, its PostgreSQL backend's
+    catalogue and functions loaded: what a restart costs the first coups,
+    README). Not timed (their coups are stored and verified with the rest);
+    the tablets' connections are closed after."""
     sample = tables[: 2 * threads]
+    scratch = Record()
     with ThreadPoolExecutor(len(sample)) as pool:
         for _ in range(rounds):
             list(pool.map(lambda t: t.tablet.request(
                 "GET", f"/api/v1/sessions/{t.state.session}/"), sample))
+        for _ in range(rounds):
+            now = time.monotonic()
+            list(pool.map(lambda t, now=now: _guard(
+                scratch, play_coup, t, scratch, now, now + 60, behaviour), sample))
+    for text in scratch.errors:
+        print(f"warm-up: {text}")
     for t in sample:
         t.tablet.close()
 
@@ -724,7 +736,7 @@ def run(args, url: str, before: dict) -> None:
             tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
             tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
                                     o["shoe"]))
-        warm(tables, args.workers * args.threads)
+        warm(tables, args.workers * args.threads, behaviour)
         browsers = []
         for i in range(args.bosses):  # signed in before the window
             b = Browser(page_port)
