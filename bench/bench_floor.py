@@ -635,6 +635,8 @@ def main() -> None:
         help="0: one gunicorn for everything; N: the pit bosses' pages on a "
              "gunicorn of their own with N processes (--threads each), the API "
              "on the other (--workers), as README's production section runs them")
+    parser.add_argument("--page-threads", type=int, default=0,
+                        help="with --page-workers: threads of each (0: --threads)")
     parser.add_argument(
         "--page-nice", type=int, default=0,
         help="with --page-workers: the pages' gunicorn's nice value, so that "
@@ -710,7 +712,7 @@ def run(args, url: str, before: dict) -> None:
             page_port = pick_port()
             pages, page_cmd = _server.start(
                 argparse.Namespace(worker_class="gthread", workers=args.page_workers,
-                                   threads=args.threads),
+                                   threads=args.page_threads or args.threads),
                 page_port, log_name="floor-gunicorn-pages.log", env=ACCESS_LOG)
             cmd = [*cmd, "+ pages:", *page_cmd[1:]]
             if args.page_nice:
