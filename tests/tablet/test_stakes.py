@@ -24,8 +24,31 @@ def seat(page, n):
     return page.get_by_role("button", name=f"Seat {n}", exact=True)
 
 
-def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupier):
+def only_seat_5_may_call_suivi(page):
+    """Seat 5 went banco and lost: seat 6 is refused suivi, seat 5 takes the
+    whole bank (1,000 doubled, less the 5 % levy)."""
+    seat(page, 6).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(page.locator("#alert")).to_have_text("Only seat 5 may call suivi.")
+    page.get_by_role("button", name="Remove stake").click()
+    seat(page, 5).click()
+    page.get_by_role("button", name="Suivi").click()
+    expect(page.locator("#coverage")).to_have_text(
+        "Bank 1,950 · covered 1,950 · garage 0")
+
+
+def suivi_recorded_as_coup_2(page):
     from tables.models import Coup
+
+    deal(page, "9H", "2S", "KD", "3C")
+    page.get_by_role("button", name="Save coup").click()
+    recorded(page, 2)
+    stake = Coup.objects.get(seq=2).stakes.get()
+    assert (stake.seat, stake.announcement, stake.amount) == (
+        5, "suivi", Decimal("1950.00"))
+
+
+def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupier):
 
     shoe, _ = ready_turn
     signed_in(croupier)
@@ -48,22 +71,8 @@ def test_banco_solo_then_suivi(page, live_server, signed_in, ready_turn, croupie
     recorded(page, 1)
 
     # Seat 5 went banco and lost: only he may call suivi, for the whole bank.
-    seat(page, 6).click()
-    page.get_by_role("button", name="Suivi").click()
-    expect(page.locator("#alert")).to_have_text("Only seat 5 may call suivi.")
-    page.get_by_role("button", name="Remove stake").click()
-    seat(page, 5).click()
-    page.get_by_role("button", name="Suivi").click()
-    expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
-    deal(page, "9H", "2S", "KD", "3C")
-    page.get_by_role("button", name="Save coup").click()
-    recorded(page, 2)
-    stake = Coup.objects.get(seq=2).stakes.get()
-    assert (stake.seat, stake.announcement, stake.amount) == (
-        5,
-        "suivi",
-        Decimal("1950.00"),
-    )
+    only_seat_5_may_call_suivi(page)
+    suivi_recorded_as_coup_2(page)
 
 
 def test_the_table_after_a_coup_holds_while_the_state_is_on_its_way(
@@ -73,7 +82,6 @@ def test_the_table_after_a_coup_holds_while_the_state_is_on_its_way(
     yet (a slow network): a croupier who taps at once acts on the table as
     that coup left it (suivi for seat 5, the bank doubled less the levy),
     not as it stood before (CI once caught "Nobody may call suivi now")."""
-    from tables.models import Coup
 
     from .conftest import LANDSCAPE, sign_in_cookie
 
@@ -95,28 +103,14 @@ def test_the_table_after_a_coup_holds_while_the_state_is_on_its_way(
     page.wait_for_timeout(100)
     assert held, "the tablet asks the server's state after a coup"
     expect(coverage).to_have_text("Bank 1,950 · covered 0 · garage 1,950")
-    seat(page, 6).click()
-    page.get_by_role("button", name="Suivi").click()
-    expect(page.locator("#alert")).to_have_text("Only seat 5 may call suivi.")
-    page.get_by_role("button", name="Remove stake").click()
-    seat(page, 5).click()
-    page.get_by_role("button", name="Suivi").click()
-    expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
+    only_seat_5_may_call_suivi(page)
 
     # the state arrives: the same table, now from the server
     with page.expect_response(f"**/tablet/shoes/{shoe.pk}/state/"):
         held.pop(0).continue_()
     page.unroute(f"**/tablet/shoes/{shoe.pk}/state/")  # and lets the rest go
     expect(coverage).to_have_text("Bank 1,950 · covered 1,950 · garage 0")
-    deal(page, "9H", "2S", "KD", "3C")
-    page.get_by_role("button", name="Save coup").click()
-    recorded(page, 2)
-    stake = Coup.objects.get(seq=2).stakes.get()
-    assert (stake.seat, stake.announcement, stake.amount) == (
-        5,
-        "suivi",
-        Decimal("1950.00"),
-    )
+    suivi_recorded_as_coup_2(page)
     page.goto("about:blank")
     ctx.close()
 
