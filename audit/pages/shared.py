@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
-from django.core.signals import request_finished
+from django.core.signals import request_finished, request_started
 from django.db import connection
 from django.dispatch import receiver
 from django.urls import get_script_prefix
@@ -68,9 +68,29 @@ def fingerprint() -> tuple:
         return tuple(cursor.fetchone())
 
 
+# The fingerprint is read once per request (the floor page shares two
+# parts): kept for the request that read it, from request_started to
+# request_finished; outside a request (a shell, a test calling shared()
+# directly) it is read at every call.
+_request = threading.local()
+
+
+@receiver(request_started)
+def _request_begins(**kwargs) -> None:
+    _request.fingerprint, _request.active = None, True
+
+
+def _fingerprint() -> tuple:
+    if not getattr(_request, "active", False):
+        return fingerprint()
+    if _request.fingerprint is None:
+        _request.fingerprint = fingerprint()
+    return _request.fingerprint
+
+
 def _key(kind: str, query: str) -> str:
     parts = (translation.get_language(), timezone.get_current_timezone_name(),
-             get_script_prefix(), query, fingerprint())
+             get_script_prefix(), query, _fingerprint())
     digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
     return f"floor-share:{kind}:{digest}"
 
@@ -138,6 +158,7 @@ def _after_response(key: str, build: Callable[[], str], seconds: int) -> None:
 
 @receiver(request_finished)
 def _render_pending(**kwargs) -> None:
+    _request.active = _request.fingerprint = None
     jobs, _pending.jobs = getattr(_pending, "jobs", []), []
     for key, build, seconds, language, zone in jobs:
         try:

@@ -210,3 +210,19 @@ def test_while_one_reader_renders_the_next_copy_the_others_get_the_last(
     again = read(client, pitboss, "/floor/tables/")  # and shares it
     assert again != first and f"<dd>{coup.bank_after}</dd>" in again
     assert reads["tables"] == 2
+
+
+def test_the_state_is_read_once_per_page(client, pitboss, session, share):
+    """The floor page shares two parts (its cards, its closing list): their
+    copies' key reads the floor's state in one query, once for the page,
+    and afresh on the next page."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def probes() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            read(client, pitboss, "/floor/")
+        return sum("max(id)" in q["sql"].lower() for q in seen.captured_queries)
+
+    assert probes() == 1
+    assert probes() == 1
