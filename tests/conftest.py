@@ -390,14 +390,13 @@ RUN_PROOFS = IN_CI or os.environ.get("PROOFS", "").lower() in {"1", "true", "yes
 
 
 def pytest_collection_modifyitems(config, items):
-    if RUN_PROOFS:
-        return
-    left_out = pytest.mark.skip(
-        reason="a long statistical proof: run under CI (CI=true) and by "
-               "`make calibrate`; PROOFS=1 runs it here")
-    for item in items:
-        if item.get_closest_marker("proof"):
-            item.add_marker(left_out)
+    if not RUN_PROOFS:
+        left_out = pytest.mark.skip(
+            reason="a long statistical proof: run under CI (CI=true) and by "
+                   "`make calibrate`; PROOFS=1 runs it here")
+        for item in items:
+            if item.get_closest_marker("proof"):
+                item.add_marker(left_out)
 
 
 def pytest_configure(config):
