@@ -153,6 +153,24 @@ def test_every_module_is_served_as_javascript_and_listed_by_the_worker(
         assert body == path.read_bytes(), url  # as it is: no build step
 
 
+@pytest.mark.django_db
+def test_the_page_names_every_module_it_imports_for_preloading(
+    client, ready_turn, croupier
+):
+    """The coup page lists each module coup.js reaches (rel=modulepreload):
+    the browser fetches them at once, not one level of imports after the
+    other; a module added to the imports and not to the list fails here."""
+    shoe, _ = ready_turn
+    client.force_login(croupier)
+    page = client.get(f"/tablet/shoes/{shoe.pk}/")
+    assert page.status_code == 200
+    preload = re.findall(r'<link rel="modulepreload" href="([^"]+)">',
+                         page.content.decode())
+    graph = {static(static_name(p)) for p in module_graph()}
+    assert len(preload) == len(set(preload)), preload  # each once
+    assert set(preload) == graph - {static("tablet/coup.js")}
+
+
 @pytest.mark.browser
 @TRANSACTIONAL
 def test_the_page_loads_each_module_once_and_the_worker_keeps_them(
