@@ -272,3 +272,14 @@ def test_a_croupier_reads_natural_french(client, croupier):
         assert hands_name(["TH", "6D"], ["KS"]) == (
             "Punter: 10 of hearts, 6 of diamonds · Banker: king of spades"
         )
+
+
+def test_a_label_s_colon_follows_each_language(client, pitboss):
+    """French sets a no-break space before a colon ("Tables ouvertes : 0"),
+    English none ("Open tables: 0"): the templates' colons go through the
+    catalogue ({% translate ":" %}, as Django's own label_suffix)."""
+    client.force_login(pitboss)
+    fr = client.get("/floor/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    en = client.get("/floor/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Tables ouvertes\u00a0: " in fr and "Tables ouvertes:" not in fr
+    assert "Open tables: " in en and "\u00a0:" not in en
