@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # eight digits (the longest PIN the tablet takes): a four-digit one turned up
 # by chance in a timestamp's microseconds
 PIN = "86420975"
+RIGHT_PIN = "13572468"
 
 
 @pytest.fixture
@@ -89,17 +90,17 @@ def test_the_tablet_unlock_never_logs_the_pin(client, croupier, croupier2, lines
     from tables.tablet.models import profile_for
 
     profile = profile_for(croupier2)
-    profile.set_pin("13572468")
+    profile.set_pin(RIGHT_PIN)
     profile.save()
     client.force_login(croupier)
     client.post("/tablet/lock/", {"next": "/tablet/"})
     wrong = client.post("/tablet/unlock/", {"username": "croupier2", "pin": PIN})
-    right = client.post("/tablet/unlock/", {"username": "croupier2", "pin": "13572468"})
+    right = client.post("/tablet/unlock/", {"username": "croupier2", "pin": RIGHT_PIN})
     assert wrong.status_code in (400, 403) and right.status_code == 302
     text, parsed = lines()
     unlocks = [p for p in parsed if p.get("path") == "/tablet/unlock/"]
     assert len(unlocks) == 2 and all(p["request_id"] for p in unlocks), parsed
-    assert PIN not in text and "13572468" not in text
+    assert PIN not in text and RIGHT_PIN not in text
 
 
 def test_a_line_that_carries_a_secret_is_scrubbed(settings, lines):
