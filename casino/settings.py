@@ -353,11 +353,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TRAIL_ANCHOR_DIR = Path(
     _read("TRAIL_ANCHOR_DIR", env.str, default=str(VAR_DIR / "anchors"))
 )
-TRAIL_ANCHOR_MINUTES = _read("TRAIL_ANCHOR_MINUTES", env.int, default=15)
-if not 1 <= TRAIL_ANCHOR_MINUTES <= 1440:
-    raise ImproperlyConfigured(
-        "Environment variable TRAIL_ANCHOR_MINUTES: between 1 and 1440"
-    )
+
+
+def _minutes(name: str, default: int) -> int | float:
+    """Minutes from 1 to 1440; a fraction down to 0.05 (3 s) for a test that
+    runs beat for real (tests/insider/test_beat_trail.py)."""
+    value = float(_read(name, env.float, default=default))
+    if not 0.05 <= value <= 1440:
+        raise ImproperlyConfigured(
+            f"Environment variable {name}: minutes from 1 to 1440 (down to "
+            "0.05 for a test)"
+        )
+    return int(value) if value.is_integer() else value
+
+
+TRAIL_ANCHOR_MINUTES = _minutes("TRAIL_ANCHOR_MINUTES", 15)
 # RFC 3161 trusted timestamps of every anchor (casino/timestamps.py): the
 # authority's URL, and the certificate(s) its tokens are checked against (its
 # root CA, PEM, intermediates after it). Unset URL: no timestamps.
@@ -383,11 +393,7 @@ if not 0.1 <= TRAIL_TSA_TIMEOUT <= 120:
     raise ImproperlyConfigured(
         "Environment variable TRAIL_TSA_TIMEOUT: between 0.1 and 120 seconds"
     )
-TRAIL_TSA_RETRY_MINUTES = _read("TRAIL_TSA_RETRY_MINUTES", env.int, default=10)
-if not 1 <= TRAIL_TSA_RETRY_MINUTES <= 1440:
-    raise ImproperlyConfigured(
-        "Environment variable TRAIL_TSA_RETRY_MINUTES: between 1 and 1440"
-    )
+TRAIL_TSA_RETRY_MINUTES = _minutes("TRAIL_TSA_RETRY_MINUTES", 10)
 
 # The gaming-day close (audit/reports/nightly.py, beat hourly at :15): a day
 # that ended at the cut-off hour H is closed (reports, ledger re-settlement)
