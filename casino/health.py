@@ -16,7 +16,10 @@ would open a connection per check and per thread):
 - ``anchors``: the trail's anchors, by casino.anchors' own rule (rows left
   unanchored past 2 x ``TRAIL_ANCHOR_MINUTES``);
 - ``ledger_check``: the nightly re-settlement's last run (its change-log row,
-  ``audit.ledger.verified``): stale past ``LEDGER_CHECK_MAX_HOURS``.
+  ``audit.ledger.verified``): stale past ``LEDGER_CHECK_MAX_HOURS``;
+- ``role_settings``: a setting that ALTER ROLE or ALTER DATABASE put on the
+  runtime role or its database and that differs from what the app expects
+  (casino/dbsession.py `role_settings_problems`), named.
 
 Without ``REDIS_URL`` (the embedded set-up: tasks run in-process, no beat),
 redis, worker and beat say "not used" and pass.
@@ -242,6 +245,21 @@ class LedgerCheckAge(HealthCheck):
                     f"{self.values['differences']} difference(s)")
 
 
+@dataclasses.dataclass
+class RoleSettings(HealthCheck):
+    def run(self):
+        from django.db import connection
+
+        from .dbsession import role_settings_problems
+
+        if connection.vendor != "postgresql":
+            raise _Fine("not used (SQLite)")
+        problems = role_settings_problems(connection)
+        if problems:
+            raise ServiceUnavailable("; ".join(problems))
+        raise _Fine("no role or database setting changes the app's sessions")
+
+
 def _checks() -> list[tuple[str, HealthCheck, bool]]:
     """(name, check, critical): a critical check decides /health/."""
     return [
@@ -251,6 +269,7 @@ def _checks() -> list[tuple[str, HealthCheck, bool]]:
         ("beat", BeatLastRun(), False),
         ("anchors", AnchorFreshness(), False),
         ("ledger_check", LedgerCheckAge(), False),
+        ("role_settings", RoleSettings(), False),
     ]
 
 
