@@ -85,6 +85,8 @@ def _decimal(field) -> Fix:
 
 def _datetime(field) -> Fix:
     def fix(value, obj):
+        if type(value) is datetime and value.tzinfo is not None:
+            return value  # the common case, first
         from django.utils import timezone
 
         if not isinstance(value, datetime):

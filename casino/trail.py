@@ -333,6 +333,17 @@ def _json_float(text: str) -> float | int:
     return value
 
 
+_JSON_DECODE = json.JSONDecoder(parse_float=_json_float).decode
+
+
+@cache
+def _json_encode():
+    """json.dumps(value, cls=DjangoJSONEncoder), its encoder made once."""
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    return DjangoJSONEncoder().encode
+
+
 def _canonical(kind: int, quant, value: Any) -> Any:
     """One field's value as the digest sees it, whatever side it comes from
     (an instance about to be written, its values brought to the types the
@@ -340,12 +351,11 @@ def _canonical(kind: int, quant, value: Any) -> Any:
     if value is None:
         return None
     if kind == _DECIMAL:
-        return str(Decimal(value).quantize(quant))
+        if type(value) is not Decimal:
+            value = Decimal(value)
+        return str(value.quantize(quant))
     if kind == _JSON:
-        from django.core.serializers.json import DjangoJSONEncoder
-
-        return json.loads(json.dumps(value, cls=DjangoJSONEncoder),
-                          parse_float=_json_float)
+        return _JSON_DECODE(_json_encode()(value))
     if isinstance(value, datetime):
         return _when(value)
     if isinstance(value, date):
