@@ -65,38 +65,49 @@ def _vendor(obj) -> str:
     return connections[getattr(state, "db", None) or DEFAULT_DB_ALIAS].vendor
 
 
-def _decimal(field) -> Fix:
-    quant = Decimal(1).scaleb(-field.decimal_places)
+def db_rounding() -> str:
+    """How the default database rounds a decimal with more places than its
+    column keeps."""
+    from django.db import connection
 
+    return _ROUNDING.get(connection.vendor, _DEFAULT_ROUNDING)
+
+
+def decimal_places(value: Decimal, quant: Decimal) -> Decimal:
+    """A Decimal with its column's places, rounded as the database rounds
+    it (the app's own amounts have their places already: one quantize)."""
+    rounded = value.quantize(quant)
+    if rounded != value:  # more places than the column keeps
+        rounded = value.quantize(quant, rounding=db_rounding())
+    return rounded
+
+
+def aware(value: datetime) -> datetime:
+    """A naive datetime as DateTimeField.get_prep_value stores it (USE_TZ):
+    in the default time zone."""
+    from django.utils import timezone
+
+    return timezone.make_aware(value, timezone.get_default_timezone())
+
+
+def _decimal(field) -> Fix:
     def fix(value, obj):
-        if type(value) is not Decimal:
-            value = field.to_python(value)  # "1.5", 2, 1.1 (max_digits' context)
-            if value is None:
-                return None
-        rounded = value.quantize(quant, context=field.context)
-        if rounded != value:  # more places than the column keeps
-            rounding = _ROUNDING.get(_vendor(obj), _DEFAULT_ROUNDING)
-            rounded = value.quantize(quant, rounding=rounding,
-                                     context=field.context)
-        return rounded
+        # "1.5", 2, 1.1 (in max_digits' context, as Django converts it);
+        # the places are the trail's canonical form's (decimal_places)
+        return field.to_python(value)
 
     return fix
 
 
 def _datetime(field) -> Fix:
     def fix(value, obj):
-        if type(value) is datetime and value.tzinfo is not None:
-            return value  # the common case, first
-        from django.utils import timezone
-
         if not isinstance(value, datetime):
             if isinstance(value, date):  # stored as its midnight
                 value = datetime(value.year, value.month, value.day)
             else:
                 value = field.to_python(value)  # a string
-        if value is not None and timezone.is_naive(value):
-            # as DateTimeField.get_prep_value stores it (USE_TZ)
-            value = timezone.make_aware(value, timezone.get_default_timezone())
+        if value is not None and value.tzinfo is None:
+            value = aware(value)
         return value
 
     return fix
@@ -119,16 +130,18 @@ def _plain(field) -> Fix:
 
 def native(field) -> tuple[type | None, Fix | None]:
     """(the type a value of `field` has when read back, the function bringing
-    another form to it). The type is None where every value goes through the
-    function (a decimal: its places; a datetime: its time zone); the function
-    None where the trail's canonical form does it all (JSON)."""
+    another form to it; None where the trail's canonical form does it all:
+    JSON). A Decimal's places and a naive datetime's zone are the canonical
+    form's too (`decimal_places`, `aware`), so that a value already of its
+    type costs one type check."""
     kind = internal_type(field)
     if kind == "JSONField":
         return None, None
     if kind == "DecimalField":
-        return None, _decimal(field)
+        return Decimal, _decimal(field)
     if kind == "DateTimeField":
-        return None, _datetime(field)  # a naive one is a datetime too
+        # a naive one is a datetime too: the canonical form makes it aware
+        return datetime, _datetime(field)
     if kind == "FloatField":
         return float, _float(field)
     return _TYPES.get(kind), _plain(field)
@@ -137,6 +150,10 @@ def native(field) -> tuple[type | None, Fix | None]:
 def native_value(field, value, obj=None) -> Any:
     """`value` as the database will give it back for `field`."""
     kind, fix = native(field)
-    if fix is None or value is None or type(value) is kind:
-        return value
-    return fix(value, obj)
+    if fix is not None and value is not None and type(value) is not kind:
+        value = fix(value, obj)
+    if isinstance(value, Decimal):
+        return decimal_places(value, Decimal(1).scaleb(-field.decimal_places))
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return aware(value)
+    return value

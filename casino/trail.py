@@ -65,6 +65,8 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from .native import aware, decimal_places, native
+
 GENESIS = "0" * 64
 FIELDS = (
     "id", "at", "user_id", "device", "action", "object_type", "object_id",
@@ -292,8 +294,6 @@ def _digest_plan(model) -> tuple:
     canonicalised, the value that leaves it out (see ledger_digest), and
     the type it has read back with the function that brings another form
     to it (casino/native.py)."""
-    from .native import native
-
     label = model._meta.label_lower
     parent = BOUND.get(label)
     excluded = DIGEST_EXCLUDE.get(label, ())
@@ -353,11 +353,11 @@ def _canonical(kind: int, quant, value: Any) -> Any:
     if kind == _DECIMAL:
         if type(value) is not Decimal:
             value = Decimal(value)
-        return str(value.quantize(quant))
+        return str(decimal_places(value, quant))
     if kind == _JSON:
         return _JSON_DECODE(_json_encode()(value))
     if isinstance(value, datetime):
-        return _when(value)
+        return _when(value if value.tzinfo is not None else aware(value))
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, float):
@@ -379,8 +379,16 @@ def ledger_digest(obj) -> str:
     content = {}
     for attname, kind, quant, omit, back, fix in _digest_plan(type(obj)):
         value = getattr(obj, attname)
-        if fix is not None and value is not None and type(value) is not back:
-            value = fix(value, obj)
+        if value is not None:
+            if kind == _DECIMAL:  # its places before it is compared
+                if type(value) is not Decimal:
+                    value = fix(value, obj)
+                value = decimal_places(value, quant)
+                if value != omit:  # (never equal to _UNSET)
+                    content[attname] = str(value)
+                continue
+            if fix is not None and type(value) is not back:
+                value = fix(value, obj)
         if omit is not _UNSET and value == omit:
             continue
         content[attname] = _canonical(kind, quant, value)
