@@ -31,7 +31,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Any
 
-Fix = Callable[[Any, Any], Any]  # (value, the row's instance) -> value
+Fix = Callable[[Any], Any]
 
 # The Python type each kind of column gives back (Django's converters).
 _TYPES: dict[str, type] = {
@@ -56,13 +56,6 @@ def internal_type(field) -> str:
     while field.is_relation:
         field = field.target_field
     return field.get_internal_type()
-
-
-def _vendor(obj) -> str:
-    from django.db import DEFAULT_DB_ALIAS, connections
-
-    state = getattr(obj, "_state", None)
-    return connections[getattr(state, "db", None) or DEFAULT_DB_ALIAS].vendor
 
 
 def db_rounding() -> str:
@@ -91,7 +84,7 @@ def aware(value: datetime) -> datetime:
 
 
 def _decimal(field) -> Fix:
-    def fix(value, obj):
+    def fix(value):
         # "1.5", 2, 1.1 (in max_digits' context, as Django converts it);
         # the places are the trail's canonical form's (decimal_places)
         return field.to_python(value)
@@ -100,7 +93,7 @@ def _decimal(field) -> Fix:
 
 
 def _datetime(field) -> Fix:
-    def fix(value, obj):
+    def fix(value):
         if not isinstance(value, datetime):
             if isinstance(value, date):  # stored as its midnight
                 value = datetime(value.year, value.month, value.day)
@@ -114,7 +107,7 @@ def _datetime(field) -> Fix:
 
 
 def _float(field) -> Fix:
-    def fix(value, obj):
+    def fix(value):
         value = field.to_python(value)
         return None if value is None else float(value)
 
@@ -122,7 +115,7 @@ def _float(field) -> Fix:
 
 
 def _plain(field) -> Fix:
-    def fix(value, obj):
+    def fix(value):
         return field.to_python(value)
 
     return fix
@@ -145,15 +138,3 @@ def native(field) -> tuple[type | None, Fix | None]:
     if kind == "FloatField":
         return float, _float(field)
     return _TYPES.get(kind), _plain(field)
-
-
-def native_value(field, value, obj=None) -> Any:
-    """`value` as the database will give it back for `field`."""
-    kind, fix = native(field)
-    if fix is not None and value is not None and type(value) is not kind:
-        value = fix(value, obj)
-    if isinstance(value, Decimal):
-        return decimal_places(value, Decimal(1).scaleb(-field.decimal_places))
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return aware(value)
-    return value

@@ -382,13 +382,13 @@ def ledger_digest(obj) -> str:
         if value is not None:
             if kind == _DECIMAL:  # its places before it is compared
                 if type(value) is not Decimal:
-                    value = fix(value, obj)
+                    value = fix(value)
                 value = decimal_places(value, quant)
                 if value != omit:  # (never equal to _UNSET)
                     content[attname] = str(value)
                 continue
             if fix is not None and type(value) is not back:
-                value = fix(value, obj)
+                value = fix(value)
         if omit is not _UNSET and value == omit:
             continue
         content[attname] = _canonical(kind, quant, value)
