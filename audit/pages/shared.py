@@ -26,6 +26,14 @@ once.
 
 With FLOOR_SHARE_SECONDS = 0, or the cache down, every request renders its
 own (as before).
+
+A copy is HTML served as it is, so it is served only as this app stored it:
+the cache signs each entry over its key, its value and its expiry
+(casino/cache.py). A copy written into Redis by anyone else, or a genuine
+one moved to another key (another state's floor), is a miss: this request
+renders its own. And every page carries a Content-Security-Policy without
+inline scripts (casino/settings.py), so a `<script>` that got into a page
+would not run either.
 """
 
 from __future__ import annotations
