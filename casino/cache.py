@@ -21,6 +21,7 @@ What can be stored is what JSON holds: None, bool, int, float, str, lists
 (a tuple comes back a list) and dicts with str keys; anything else is a
 TypeError at the write, never a silent change. `incr`/`decr` are refused (a
 signed entry cannot be counted up by Redis itself); nothing here uses them.
+`touch` seals the value again with its new time (a read and a write).
 """
 
 from __future__ import annotations
@@ -129,6 +130,14 @@ class SignedRedisCacheClient(RedisCacheClient):
             for key in data:
                 pipeline.expire(key, timeout)
         pipeline.execute()
+
+    def touch(self, key, timeout):
+        # the time is inside the signed value: sealed again with the new one
+        value = self.get(key, _MISS)
+        if value is _MISS:
+            return False
+        self.set(key, value, timeout)
+        return True
 
     def incr(self, key, delta):
         raise NotImplementedError(

@@ -244,6 +244,7 @@ def _no_policy_violation(request):
             blocked.append(message.text)
 
     page.on("console", seen)
+    request.node.csp_blocked = blocked  # (a test that blocks on purpose clears it)
     yield
     assert not blocked, "blocked by the Content-Security-Policy:\n" + "\n".join(
         blocked)

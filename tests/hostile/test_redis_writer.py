@@ -273,3 +273,16 @@ def test_a_forged_heartbeat_does_not_make_a_dead_worker_alive(redis_raw):
     real.beat(redis_raw)
     assert worker().ok and worker().values["workers"] == 1
     redis_raw.delete(real.key)
+
+
+def test_touch_and_incr_keep_the_seal():
+    """touch() gives an entry a new signed time; incr() is refused rather
+    than letting Redis count a signed value up."""
+    cache.set("kept", "v", 1)
+    assert cache.touch("kept", 60)
+    time.sleep(1.2)
+    assert cache.get("kept") == "v"  # past its first time: touched
+    assert not cache.touch("never-set", 60)
+    cache.set("n", 1, 60)
+    with pytest.raises(NotImplementedError):
+        cache.incr("n")
