@@ -196,7 +196,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # The Content-Security-Policy header (CONTENT_SECURITY_POLICY below).
-    "csp.middleware.CSPMiddleware",
+    "casino.csp.ContentSecurityPolicyMiddleware",
     # A request id, user and table on every log line, one line per request
     # (casino/logs.py); the coup request's latency for /metrics.
     "casino.logs.RequestContextMiddleware",
@@ -223,7 +223,7 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# Content-Security-Policy on every response (django-csp): scripts only from
+# Content-Security-Policy on every response (casino/csp.py): scripts only from
 # our own files, never inline, never eval, so that HTML which reaches a page
 # from outside (a forged shared copy in Redis, a name that slipped past the
 # escaping) cannot run. No page has an inline script or an event-handler
@@ -232,16 +232,14 @@ MIDDLEWARE = [
 # htmx adds one): CSS runs no code. Nothing is loaded from another origin, no
 # plugin, no <base>, forms post only here, no page is framed.
 CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'", "'unsafe-inline'"],
-        "img-src": ["'self'", "data:"],
-        "object-src": ["'none'"],
-        "base-uri": ["'none'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-    },
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
 }
 
 ROOT_URLCONF = "casino.urls"

@@ -1,4 +1,4 @@
-"""The Content-Security-Policy (casino/settings.py, django-csp): scripts only
+"""The Content-Security-Policy (casino/settings.py, casino/csp.py): scripts only
 from our own files, none inline, no eval, nothing from another origin.
 
 The every-URL walk (tests/audit/test_access.py) checks that every answer
@@ -30,7 +30,7 @@ def templates() -> list[Path]:
 
 
 def test_the_policy_allows_no_inline_script_and_no_other_origin():
-    directives = settings.CONTENT_SECURITY_POLICY["DIRECTIVES"]
+    directives = settings.CONTENT_SECURITY_POLICY
     assert directives["script-src"] == ["'self'"]
     assert directives["default-src"] == ["'self'"]
     assert directives["object-src"] == ["'none'"]
@@ -85,3 +85,25 @@ def test_the_policy_is_on_refusals_and_errors_too(client, api, croupier):
               api.get("/api/v1/tables/"), client.get("/floor/")):
         assert r.status_code in (302, 401, 403, 404), r.status_code
         assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+
+
+def test_the_header_is_the_policy_and_a_view_may_set_its_own(rf):
+    from django.http import HttpResponse
+
+    from casino.csp import ContentSecurityPolicyMiddleware, policy_text
+
+    text = policy_text({"default-src": ["'self'"], "upgrade-insecure-requests": []})
+    assert text == "default-src 'self'; upgrade-insecure-requests"
+    plain = ContentSecurityPolicyMiddleware(lambda r: HttpResponse("x"))
+    answer = plain(rf.get("/"))
+    assert answer["Content-Security-Policy"] == policy_text(
+        settings.CONTENT_SECURITY_POLICY)
+    assert "script-src 'self';" in answer["Content-Security-Policy"]
+
+    def own(request):
+        response = HttpResponse("x")
+        response["Content-Security-Policy"] = "default-src 'none'"
+        return response
+
+    assert ContentSecurityPolicyMiddleware(own)(rf.get("/"))[
+        "Content-Security-Policy"] == "default-src 'none'"
