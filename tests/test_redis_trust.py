@@ -38,6 +38,17 @@ def test_an_entry_reads_back_at_its_own_key_only():
     assert unseal(":1:a", data.replace(body, body.replace(b"2.5", b"9.5"))) is _MISS
 
 
+def test_a_string_is_stored_as_it_is_and_signed_all_the_same():
+    html = '<p class="x">é</p>\n' * 3
+    data = seal(":1:a", html, 60)
+    assert html.encode() in data  # no escaping to undo at each read
+    assert unseal(":1:a", data) == html
+    assert unseal(":1:a", data.replace(b"x", b"y")) is _MISS
+    assert unseal(":1:b", data) is _MISS
+    assert unseal(":1:a", seal(":1:a", "", 60)) == ""
+    assert unseal(":1:a", seal(":1:a", ["a\nb"], 60)) == ["a\nb"]
+
+
 def test_an_entry_past_its_time_is_a_miss_whatever_redis_keeps():
     assert unseal(":1:a", seal(":1:a", "v", -1)) is _MISS
     assert unseal(":1:a", seal(":1:a", "v", None)) == "v"  # no expiry asked

@@ -19,6 +19,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
+from audit.pages.shared import _pack
 from casino.cache import seal
 from casino.metrics import CACHE_REFUSED
 from casino.roles import ROLES
@@ -160,9 +161,10 @@ def test_a_forged_floor_copy_is_not_served(
     keys = [k.decode() for k in redis_raw.keys("*floor-share:*")
             if not k.endswith(b":rendering")]
     assert keys
-    cache.set("elsewhere", [time.time(), SCRIPT], 300)
+    cache.set("elsewhere", _pack(time.time(), SCRIPT), 300)
     copied = redis_raw.get(cache.make_key("elsewhere"))
-    for value in (json.dumps([time.time(), SCRIPT]).encode(),
+    for value in (_pack(time.time(), SCRIPT).encode(),
+                  json.dumps([time.time(), SCRIPT]).encode(),
                   pickle.dumps((time.time(), SCRIPT)), copied):
         for key in keys:
             redis_raw.set(key, value)
@@ -174,7 +176,7 @@ def test_a_forged_floor_copy_is_not_served(
     # control: a copy signed by the app at that key is what readers get
     for key in keys:
         unprefixed = key.split(":", 2)[2]
-        cache.set(unprefixed, [time.time(), "<p>the signed copy</p>"], 60)
+        cache.set(unprefixed, _pack(time.time(), "<p>the signed copy</p>"), 60)
     assert "the signed copy" in client.get("/floor/tables/").content.decode()
 
 
