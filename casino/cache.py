@@ -19,7 +19,8 @@ that means for each, is README.md's trust-boundary table.
 
 What can be stored is what JSON holds: None, bool, int, float, str, lists
 (a tuple comes back a list) and dicts with str keys; anything else is a
-TypeError at the write, never a silent change. `incr`/`decr` are refused (a
+TypeError at the write, never a silent change. A str alone is stored as its
+text (see `seal`). `incr`/`decr` are refused (a
 signed entry cannot be counted up by Redis itself); nothing here uses them.
 `touch` seals the value again with its new time (a read and a write).
 """
