@@ -456,7 +456,7 @@ def pick_port() -> int:
 
 
 # What a run writes to Redis: Celery's queue, its bindings, unacked and
-# results; Django's cache (the floor's shared copies, throttles, roles) under
+# results; Django's cache (the floor's shared copies, throttles) under
 # its ":1:" prefix; the workers' heartbeats.
 RUN_KEYS = ("celery*", "_kombu*", "unacked*", ":1:*", "casino:*")
 

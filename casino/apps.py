@@ -10,11 +10,3 @@ class CasinoConfig(AppConfig):
 
         accounts.connect()  # user and role changes go to the trail
 
-        from django.contrib.auth.models import User
-        from django.db.models.signals import m2m_changed
-
-        from .roles import forget_roles
-
-        m2m_changed.connect(
-            forget_roles, sender=User.groups.through, dispatch_uid="casino.forget_roles"
-        )

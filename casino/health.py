@@ -9,7 +9,8 @@ would open a connection per check and per thread):
 - ``redis``: a PING with the cache's short timeouts (0.5 s);
 - ``worker``: the newest heartbeat a Celery worker wrote to Redis (every
   ``WORKER_HEARTBEAT_SECONDS``, see `worker_heartbeat_start`); stale past three
-  of them, gone at once when a worker stops;
+  of them, gone at once when a worker stops; signed, so that a beat written
+  into Redis by anyone else counts for nothing;
 - ``beat``: the newest ``last_run_at`` of the enabled beat schedules
   (django-celery-beat writes them every 3 minutes): stale past twice the
   shortest interval plus those 3 minutes;
@@ -110,7 +111,7 @@ class WorkerHeartbeat(HealthCheck):
         try:
             client = _redis()
             keys = list(client.scan_iter(f"{HEARTBEAT_PREFIX}*", count=100))
-            beats = [float(v) for v in client.mget(keys) if v] if keys else []
+            beats = _beats(keys, client.mget(keys)) if keys else []
         except Exception as exc:
             raise ServiceUnavailable(
                 f"cannot read the heartbeats: Redis gives no answer "
@@ -127,6 +128,20 @@ class WorkerHeartbeat(HealthCheck):
                 "builds, re-audits and the nightly close wait")
         raise _Fine(f"{len(fresh)} worker(s), the last beat "
                     f"{_age(time.time() - max(fresh))} ago")
+
+
+def _beats(keys, values) -> list[float]:
+    """The heartbeats a worker of this app signed (casino.cache.seal, over the
+    key: a worker holds SECRET_KEY, Redis does not), none ahead of the clock:
+    whoever can write to Redis cannot make a dead worker look alive."""
+    from .cache import _MISS, unseal
+
+    beats = []
+    for key, value in zip(keys, values, strict=True):
+        beat = _MISS if value is None else unseal(key.decode(), value)
+        if type(beat) is float and beat <= time.time() + 5:
+            beats.append(beat)
+    return beats
 
 
 @dataclasses.dataclass
@@ -340,8 +355,10 @@ class _Heartbeat(threading.Thread):
         self.stop = threading.Event()
 
     def beat(self, client) -> None:
-        every = settings.WORKER_HEARTBEAT_SECONDS
-        client.set(self.key, f"{time.time():.3f}", ex=max(3 * every, 1))
+        from .cache import seal
+
+        ttl = max(3 * settings.WORKER_HEARTBEAT_SECONDS, 1)
+        client.set(self.key, seal(self.key, round(time.time(), 3), ttl), ex=ttl)
 
     def run(self) -> None:
         client = None
