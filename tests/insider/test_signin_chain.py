@@ -109,3 +109,58 @@ def test_revoking_tokens_under_a_held_chain_deletes_none(croupier):
     assert r.status_code == 200, r.content
     assert not ApiToken.objects.filter(user=croupier).exists()
     trail_holds()
+
+
+# -- a bound row saved outside a transaction (casino/accounts.py _chain_first) --
+
+NEW_PASSWORD = "Quatre-Vingt-Neuf-89"
+
+
+def page_sign_in(user) -> Client:
+    browser = Client()
+    r = browser.post("/accounts/login/", {"username": user.username,
+                                          "password": f"pw-{user.username}"})
+    assert r.status_code == 302, r.content
+    return browser
+
+
+def test_a_password_change_under_a_held_chain_changes_nothing(croupier):
+    """Django's password-change page saves the user outside a transaction:
+    under a held chain it is refused before the row is written (503, the
+    old password still works, the tablet's token stays, no false alarm)."""
+    api_sign_in(croupier)
+    browser = page_sign_in(croupier)
+    body = {"old_password": f"pw-{croupier.username}",
+            "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}
+    logged = ChangeLog.objects.count()
+    with _chain_taken():
+        r = browser.post("/accounts/password_change/", body)
+        assert r.status_code == 503, r.content
+        assert "nothing was written" in r.content.decode()
+        croupier.refresh_from_db()
+        assert croupier.check_password(f"pw-{croupier.username}")
+        assert ApiToken.objects.filter(user=croupier).count() == 1
+        assert ChangeLog.objects.count() == logged
+    trail_holds()
+    r = browser.post("/accounts/password_change/", body)  # released: it goes
+    assert r.status_code == 302, r.content
+    croupier.refresh_from_db()
+    assert croupier.check_password(NEW_PASSWORD)
+    assert not ApiToken.objects.filter(user=croupier).exists()  # revoked
+    trail_holds()
+
+
+def test_a_pin_set_under_a_held_chain_changes_nothing(croupier):
+    from tables.tablet.models import TabletProfile
+
+    browser = page_sign_in(croupier)
+    body = {"form": "pin", "password": f"pw-{croupier.username}",
+            "pin": "48213957", "pin_again": "48213957"}
+    with _chain_taken():
+        r = browser.post("/tablet/preferences/", body)
+        assert r.status_code == 503, r.content
+        assert not TabletProfile.objects.filter(user=croupier).exists()
+    trail_holds()
+    assert browser.post("/tablet/preferences/", body).status_code == 200
+    assert TabletProfile.objects.get(user=croupier).check_pin("48213957")
+    trail_holds()
