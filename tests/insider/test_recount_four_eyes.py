@@ -74,6 +74,19 @@ def assert_left_to_review(flag: Flag, recounter) -> None:
     assert flags_state_problems() == []  # verify_trail replays it the same
 
 
+def assert_shown_to_review(flag: Flag, user) -> None:
+    """The queue and the flag's page say the box matches now and the flag
+    waits for review; its history names the recount."""
+    page = Client()
+    page.force_login(user)
+    html = page.get("/floor/queue/").content.decode()
+    assert f"/floor/flags/{flag.pk}/" in html
+    assert "the box matches now, to review" in html
+    html = page.get(f"/floor/flags/{flag.pk}/").content.decode()
+    assert "the box matches now, to review" in html
+    assert "resolved by his own recount, to review" in html
+
+
 def attest(manager, session) -> int:
     """The manager's "certifié exact" on the session's latest count."""
     latest = session.cagnotte_counts.order_by("-counted_at", "-pk").first()
@@ -92,6 +105,7 @@ def test_his_own_matching_recount_leaves_his_flag_open(
     assert (flag.severity, flag.status, flag.author) == ("critical", "open", pitboss)
     count(path, pitboss, closed, "20.00", WHY)
     assert_left_to_review(flag, pitboss)
+    assert_shown_to_review(flag, pitboss2)
     assert_barred(APIClient(), flag, pitboss)
     assert attest(manager, closed) == 409  # not certified over an open flag
     client = APIClient()
