@@ -580,6 +580,10 @@ LOGIN_REDIRECT_URL = "/"
 # A croupier signs in once for a shift; the tablet's lock screen (PIN) covers
 # the breaks in between.
 SESSION_COOKIE_AGE = _read("SESSION_COOKIE_AGE", env.int, default=12 * 3600)
+# Browser sessions stored under a digest of their key, their data bound to it,
+# lasting SESSION_COOKIE_AGE from sign-in (casino/sessions.py): whoever reads
+# django_session finds no cookie he can send back.
+SESSION_ENGINE = "casino.sessions"
 # A tablet's API token lasts one shift from sign-in, then the croupier signs in
 # again (casino/tokenauth.py). Seconds.
 _token_ttl = _read("API_TOKEN_TTL", env.int, default=12 * 3600)
