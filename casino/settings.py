@@ -480,6 +480,13 @@ CELERY_TASK_ALWAYS_EAGER = _strict_bool(
     "CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL
 )
 CELERY_TASK_EAGER_PROPAGATES = True
+# JSON only, both ways: a message or a result written into Redis is data,
+# never code (pickle would run whatever a Redis writer put there).
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+CELERY_EVENT_SERIALIZER = "json"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
