@@ -134,6 +134,12 @@ def test_a_link_at_the_derived_path_is_refused(built, client, manager, tmp_path)
     assert_refused(client, manager, job)
 
 
+def test_a_deleted_file_is_refused(built, client, manager):
+    job, _ = built
+    job_path(job).unlink()
+    assert_refused(client, manager, job)
+
+
 def test_the_folder_swapped_for_a_link_is_refused(built, client, manager, tmp_path):
     job, body = built
     folder = Path(settings.MEDIA_ROOT) / "reports"
