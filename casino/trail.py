@@ -116,6 +116,9 @@ BOUND: dict[str, str | None] = {
     "django_celery_beat.intervalschedule": None,
     "django_celery_beat.solarschedule": None,
     "django_celery_beat.clockedschedule": None,
+    # report jobs: what the nightly close skips, what a download serves (the
+    # file's SHA-256 is sealed with the job's finishing write)
+    "reports.reportjob": None,
 }
 # Rows of a bound model that the trail covers, where not all are: a flag's
 # decisions (its other events are derived from the coups by flags_sync).
@@ -134,7 +137,7 @@ UPDATABLE = frozenset({
     "auth.user_user_permissions", "casino.apitoken", "tablet.tabletprofile",
     "django_celery_beat.periodictask", "django_celery_beat.crontabschedule",
     "django_celery_beat.intervalschedule", "django_celery_beat.solarschedule",
-    "django_celery_beat.clockedschedule",
+    "django_celery_beat.clockedschedule", "reports.reportjob",
 })
 # Models whose state is checked against bound rows instead of being bound
 # themselves (DERIVED_CHECKS, registered by their app).
@@ -175,8 +178,6 @@ LEFT_OUT: dict[str, str] = {
     "tables.seatmonthrollup": "sums derived from the coups (as dailyrollup)",
     "audit.surveillancerun": "a run's progress; the evidence its alerts stand "
     "on is bound",
-    "reports.reportjob": "a job's progress; the report it writes carries a "
-    "stamp anchored in the trail",
     "reports.reauditrun": "a re-audit's progress; it changes no record",
     "reports.reauditchunk": "a re-audit's progress",
     "reports.reauditfinding": "what a re-audit found, re-computable by running "
@@ -197,6 +198,13 @@ DIGEST_EXCLUDE: dict[str, frozenset[str]] = {
     "auth.user": frozenset({"last_login"}),
     "django_celery_beat.periodictask": frozenset(
         {"last_run_at", "total_run_count", "date_changed"}
+    ),
+    # a build's progress, and the broker's receipt (written after the build
+    # when the task runs before its sender records it): what the job is, who
+    # asked, its state, its file and the file's digest are sealed
+    "reports.reportjob": frozenset(
+        {"percent", "rows", "rows_expected", "dispatched_at", "task_id",
+         "data_position"}
     ),
 }
 

@@ -212,3 +212,12 @@ def test_each_process_sets_its_own_database_limits_at_connect():
     sqlite = _limits("manage.py", "shell", "-c", SHOW_LIMITS,
                      DATABASE_URL="sqlite:///var/limits.sqlite3")
     assert sqlite == "worker None"
+
+
+def test_celery_takes_json_only():
+    """A message or result read from Redis is data, never code (issue 33)."""
+    from casino.celery import app
+
+    assert list(app.conf.accept_content) == ["json"]
+    assert list(app.conf.result_accept_content) == ["json"]
+    assert app.conf.task_serializer == app.conf.result_serializer == "json"
