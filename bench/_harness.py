@@ -59,6 +59,14 @@ def configure(url: str) -> dict[str, str]:
     return env
 
 
+def shown(path: Path) -> str:
+    """A path as printed: relative to the project when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def recreate_database(url: str) -> None:
     import psycopg
 
