@@ -18,7 +18,8 @@ changes what a tablet must send (docs/rules.md, "House rules"):
   naming the seat); under "returned" stakes are placed afresh;
 - cover and maximum bank: what a tie leaves on the table is each stake's
   covered part (never its declined part, nor a bank above the maximum); the
-  answer to the coup says it (`stays`).
+  answer to the coup says it (`stays`). Under "all or nothing" one stake is
+  always the minimum stake, so that some stake fits the bank (`stakes`).
 
 `ApiDealer` plays one table in this process through DRF's test client (the
 coups of profile_coup.py and count_coup.py).
@@ -56,6 +57,7 @@ class House:
     minimum_banco: Decimal = Decimal("100.00")
     maximum_bank: Decimal | None = None
     tie_rule: str = "stay"
+    cover_rule: str = "partial"
     punter_five: str = "free"
     banker_prescriptions: Mapping[str, str] = field(default_factory=dict)
     tableau: object = field(default_factory=_tableau)  # tables.chemmy.Tableau
@@ -84,6 +86,7 @@ class House:
             minimum_banco=Decimal(rules["minimum_banco"]),
             maximum_bank=None if maximum is None else Decimal(maximum),
             tie_rule=rules["tie_rule"],
+            cover_rule=rules["cover_rule"],
             punter_five=rules["punter_five"],
             banker_prescriptions=dict(rules["banker_prescriptions"]),
             tableau=_tableau(rows, version),
@@ -145,11 +148,18 @@ class House:
     ) -> list[dict]:
         """Fresh stakes, 1 to `most`, each a few minimum stakes: on seats other
         than the banker's, or (banker_seat None: a tablet that does not follow
-        the bank round the table) from standing players p0, p1, ..."""
+        the bank round the table) from standing players p0, p1, ...
+
+        Under cover "all or nothing" the first is the minimum stake: a bank
+        never falls below it (each coup covers at least that much), so some
+        stake always fits, where stakes all larger than the bank would be
+        declined whole and leave a bank of 0 that no coup may play."""
         amounts = [
             f"{self.minimum_stake * rng.choice(STAKE_STEPS):.2f}"
             for _ in range(rng.randint(1, most))
         ]
+        if self.cover_rule == "all_or_nothing":
+            amounts[0] = f"{self.minimum_stake:.2f}"
         if banker_seat is None:
             return [{"standing": f"p{i}", "amount": a} for i, a in enumerate(amounts)]
         others = [s for s in range(1, self.seats + 1) if s != banker_seat]
