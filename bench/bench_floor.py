@@ -724,11 +724,13 @@ def run(args, url: str, before: dict) -> None:
         behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
                                        timeout_rate=args.timeout_rate)
         tables = []
-        for i, o in enumerate(opened):
+        with ThreadPoolExecutor(args.workers * args.threads) as pool:
+            # each tablet reads its table's house rules, as a croupier's does
+            states = list(pool.map(lambda o: _tablets.table_at(
+                port, o["token"], (o["table"], o["session"], o["shoe"]),
+                burned=o["burned"]), opened))
+        for i, (o, state) in enumerate(zip(opened, states, strict=True)):
             rng = random.Random(zlib.crc32(f"floor-{i}".encode()))
-            state = _tablets.table_at(port, o["token"],
-                                      (o["table"], o["session"], o["shoe"]),
-                                      burned=o["burned"])
             tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
             tables.append(LiveTable(i, state, tablet, rng,
                                     state.house.new_shoe(rng, o["burned"]), o["shoe"]))
