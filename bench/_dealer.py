@@ -27,6 +27,7 @@ coups of profile_coup.py and count_coup.py).
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,16 @@ CENT = Decimal("0.01")
 
 # request(method, path) -> (status, parsed JSON): a tablet's, or a test client's
 Request = Callable[[str, str], tuple[int, object]]
+
+
+@functools.cache
+def _chemmy():
+    """tables.chemmy, imported at first use (a bench puts the project on
+    sys.path after importing this module), then at no cost per coup (the
+    instructions of count_coup.py include the dealer's)."""
+    import tables.chemmy
+
+    return tables.chemmy
 
 
 def _tableau(rows: Mapping | None = None, version: str = "chemmy-standard-1"):
@@ -116,29 +127,27 @@ class House:
         house's tableau, an optional cell played as the house prescribes it,
         else a free choice. A free house draws the rng as
         tables.simulation.deal_coup does (the same coups from the same seed)."""
-        from tables.chemmy import cell_key, hand_total, point, punter_action
-
+        c = _chemmy()
         p = [cards.pop(), None]
         b = [cards.pop(), None]
         p[1], b[1] = cards.pop(), cards.pop()
-        pt, bt = hand_total(p), hand_total(b)
+        pt, bt = c.hand_total(p), c.hand_total(b)
         if pt >= 8 or bt >= 8:
             return p, b
         third = None
-        if self._draws(rng, punter_action(pt), self.punter_five):
+        if self._draws(rng, c.punter_action(pt), self.punter_five):
             p.append(cards.pop())
-            third = point(p[2])
-        wanted = self.banker_prescriptions.get(cell_key(bt, third), "free")
+            third = c.point(p[2])
+        wanted = self.banker_prescriptions.get(c.cell_key(bt, third), "free")
         if self._draws(rng, self.tableau.banker_action(bt, third), wanted):
             b.append(cards.pop())
         return p, b
 
     @staticmethod
     def _draws(rng: random.Random, action, wanted: str) -> bool:
-        from tables.chemmy import Action
-
-        if action != Action.OPTIONAL:
-            return action == Action.DRAW
+        actions = _chemmy().Action
+        if action != actions.OPTIONAL:
+            return action == actions.DRAW
         if wanted != "free":
             return wanted == "draw"
         return rng.random() < 0.5
