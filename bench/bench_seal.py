@@ -59,7 +59,7 @@ def _drop(*names: str, url: str) -> None:
 
 
 def _function(which: str) -> str:
-    migration = importlib.import_module("casino.migrations.0013_h1_sealed_by_index")
+    migration = importlib.import_module("casino.migrations.0013_sealed_by_index")
     return migration.OLD_FUNCTION if which == "before" else migration.FUNCTION
 
 

@@ -29,7 +29,7 @@ What a writer of `django_session` can still do: delete rows (everyone signed
 out: a refusal), and put back a row he deleted or saved earlier, which only
 helps whoever holds that very cookie, within its age from sign-in.
 
-Upgrading from Django's store signs everyone out once: migration casino 0013
+Upgrading from Django's store signs everyone out once: migration casino 0014
 deletes the old rows (their keys were the cookies), and an old cookie finds
 no row.
 """

@@ -244,7 +244,7 @@ def test_jobs_of_the_previous_release_are_sealed_on_upgrade(db, client, manager)
     from tests.insider.test_tampering import superuser
 
     upgrade = importlib.import_module(
-        "audit.reports.migrations.0008_h4_bind_report_jobs")
+        "audit.reports.migrations.0008_bind_report_jobs")
     body = b"kind,commission\r\nold,1.00\r\n"
     params = {"from_day": "2026-01-01", "to_day": "2026-01-01", "tables": []}
     with superuser() as cursor:  # as the previous release left it

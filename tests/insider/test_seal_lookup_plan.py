@@ -87,7 +87,7 @@ def test_the_seal_lookup_uses_its_index_without_statistics():
 def test_the_old_lookup_scanned_the_table_whole():
     """The same case with migration 0010's function: the test above can
     fail (a sequential scan kept from the small table)."""
-    old = importlib.import_module("casino.migrations.0013_h1_sealed_by_index")
+    old = importlib.import_module("casino.migrations.0013_sealed_by_index")
     with as_superuser() as cursor:
         cursor.execute(old.OLD_FUNCTION)
         plan = _lookup_plan_after_growth(cursor)

@@ -165,6 +165,6 @@ def test_the_upgrade_forgets_the_plain_sessions(manager):
     migration: everyone signs in again once."""
     insert(CHOSEN, "anything", expire="2099-01-01 00:00:00+00")
     sign_in(manager)
-    migration = importlib.import_module("casino.migrations.0013_h3_sessions_hashed")
+    migration = importlib.import_module("casino.migrations.0014_sessions_hashed")
     migration.forget_plain_sessions(apps, None)
     assert rows() == []

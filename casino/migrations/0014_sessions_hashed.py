@@ -12,7 +12,7 @@ def forget_plain_sessions(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("casino", "0012_anchor_records"),
+        ("casino", "0013_sealed_by_index"),
         ("sessions", "0001_initial"),
     ]
 
