@@ -13,9 +13,12 @@ What it checks, in order:
 1. the manifest's digest of every part (the file as delivered);
 2. every anchor statement's Ed25519 signature, against the keys given
    (`--public-key`, PEM or the raw 32-byte key in hex or base64), and, with
-   `--tsa-cert`, its RFC 3161 token: the token's message imprint is the
-   SHA-256 of the statement, and its CMS SignedData signature verifies
-   with the TSA certificate's key (see `_tsa_check` for exactly what);
+   `--tsa-cert` (the authority's root, or its own certificate), its RFC
+   3161 token: the token's message imprint is the SHA-256 of the
+   statement, its CMS SignedData signature verifies with its signer's
+   certificate, a time-stamping one, which is the one given or chains up
+   to it through the CA certificates the token carries, in any order
+   (evidence_verifier/tsa.py says exactly what);
 3. the change log: within each window, every row's public link is the
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
                    help="the casino's Ed25519 public key (PEM, or 32 bytes in hex "
                    "or base64); repeat for keys retired by a rotation")
     p.add_argument("--tsa-cert", type=Path,
-                   help="the time-stamping authority's certificate (PEM or DER)")
+                   help="the time-stamping authority's root certificate, or its own "
+                   "(PEM or DER; a PEM may hold several, each trusted)")
     p.add_argument("--engine", type=Path, help="a reviewed copy of tables/chemmy")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
@@ -140,8 +144,8 @@ def main(argv=None) -> int:
             from cryptography import x509
 
             data = args.tsa_cert.read_bytes()
-            cert = (x509.load_pem_x509_certificate(data) if b"-----BEGIN" in data
-                    else x509.load_der_x509_certificate(data))
+            cert = (x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data
+                    else [x509.load_der_x509_certificate(data)])
         engine = load_engine(args.engine) if args.engine else None
         v = Verifier(args.bundle, keys, cert, engine)
         code = v.run()
