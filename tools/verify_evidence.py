@@ -7,7 +7,11 @@ database, no secret. Standard library plus `cryptography`.
 
 Exit 0: every check held; the period's commission per table and gaming day
 is printed. Exit 1: the first differences found, each naming the row. Exit 2:
-the bundle cannot be read at all (not a bundle, a part missing).
+the bundle cannot be checked at all: not a bundle, a part missing, a field
+missing or of another type than the format's, a member or line past the
+limits it is read with (evidence_verifier/reading.py), or more memory
+needed than `--memory-limit` (1 GiB of address space by default); the
+message names the part and line. Never a traceback (`--debug` shows one).
 
 What it checks, in order:
 1. the manifest's digest of every part (the file as delivered);
@@ -118,14 +122,17 @@ __all__ = [
     "CHILD_LABELS", "COUP_MONEY", "FORMAT", "GENESIS", "MAX_PROBLEMS", "PARTS",
     "ZERO", "Named", "Problems", "SessionWalk", "Unreadable", "Verifier",
     "_tsa_check", "body", "dec", "dumps", "key_id", "load_engine",
-    "load_public_key", "loads", "main", "name_of", "parse_time", "sha256_hex",
+    "load_public_key", "loads", "main", "report", "name_of", "parse_time", "sha256_hex",
     "signature_check", "stamp_bytes", "statement_bytes", "when",
 ]
 
 
 # -- the program ---------------------------------------------------------------
 
-def main(argv=None) -> int:
+MEMORY_LIMIT_MB = 1024
+
+
+def arguments(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("bundle", type=Path)
     p.add_argument("--public-key", type=Path, action="append", required=True,
@@ -136,7 +143,44 @@ def main(argv=None) -> int:
                    "(PEM or DER; a PEM may hold several, each trusted)")
     p.add_argument("--engine", type=Path, help="a reviewed copy of tables/chemmy")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+    p.add_argument("--memory-limit", type=int, default=MEMORY_LIMIT_MB,
+                   metavar="MB", help="the address space this program allows "
+                   "itself, per process (default %(default)s; 0: no limit); a "
+                   "bundle that needs more is refused (exit 2)")
+    p.add_argument("--debug", action="store_true",
+                   help="a malformed bundle's error with its traceback (for this "
+                   "program's maintainers)")
+    return p.parse_args(argv)
+
+
+def memory_limit(mb: int) -> None:
+    """Hold this process to `mb` MB of address space (Unix; elsewhere the
+    reading limits alone bound it): whatever a bundle holds, it is refused
+    before it can take the machine's memory."""
+    try:
+        import resource
+    except ImportError:
+        return
+    if mb <= 0:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = mb << 20 if hard == resource.RLIM_INFINITY else min(mb << 20, hard)
+    if soft == resource.RLIM_INFINITY or want < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
+def _malformed(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no field {str(exc.args[0])[:100]!r} where one is needed"
+    if isinstance(exc, TypeError | AttributeError):
+        return f"a value of the wrong type ({str(exc)[:200]})"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    memory_limit(args.memory_limit)
+    v = None
     try:
         keys = dict(load_public_key(k) for k in args.public_key)
         cert = None
@@ -148,18 +192,35 @@ def main(argv=None) -> int:
                     else [x509.load_der_x509_certificate(data)])
         engine = load_engine(args.engine) if args.engine else None
         v = Verifier(args.bundle, keys, cert, engine)
-        code = v.run()
+        return report(v, args, v.run())
     except Unreadable as exc:
         print(f"UNREADABLE: {exc}", file=sys.stderr)
-        return 2
+    except MemoryError:
+        print(f"UNREADABLE: {v.at if v else args.bundle}: the bundle needs more "
+              f"memory than this program allows itself ({args.memory_limit} MB, "
+              "--memory-limit)", file=sys.stderr)
+    except Exception as exc:
+        # Whatever a bundle holds, the answer is an exit status and a
+        # sentence naming where, never a traceback: a field missing or of
+        # another type than the format's is a malformed bundle (exit 2).
+        if args.debug:
+            raise
+        print(f"UNREADABLE: {v.at if v else args.bundle}: malformed bundle "
+              f"({_malformed(exc)})", file=sys.stderr)
+    return 2
+
+
+def report(v: Verifier, args: argparse.Namespace, code: int) -> int:
     commission = [
         {"table_id": t, "gaming_day": d, "coups": s["coups"],
          "commission": f"{s['commission']:.2f}"}
         for (t, d), s in sorted(v.sums.items(), key=lambda kv: (kv[0][0], kv[0][1]))
     ]
     names = {r["table_id"]: r["table"] for r in v.report.get("rows", [])}
+    problems = v.problems.all()
     if args.json:
-        print(dumps({"ok": code == 0, "problems": v.problems.all()[:MAX_PROBLEMS],
+        print(dumps({"ok": code == 0, "problems": problems[:MAX_PROBLEMS],
+                     "problem_count": v.problems.total(),
                      "counts": dict(v.counts), "commission": commission,
                      "engine_sha256": v.engine_digest, "notes": v.notes}))
         return code
@@ -177,8 +238,7 @@ def main(argv=None) -> int:
     for note in v.notes:
         print(f"Note: {note}")
     if code:
-        problems = v.problems.all()
-        print(f"FAILED: {len(problems)} problem(s)", file=sys.stderr)
+        print(f"FAILED: {v.problems.total()} problem(s)", file=sys.stderr)
         for problem in problems[:MAX_PROBLEMS]:
             print(f"  {problem}", file=sys.stderr)
         return 1

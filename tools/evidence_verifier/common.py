@@ -111,20 +111,34 @@ def signature_check(keys: dict, message: bytes, signature: str | None,
 class Problems(list):
     """Every difference, the records' own first (a part, a signature, a
     link, a row edited or missing), then what re-settlement derives from
-    them (a removed coup shifts every later coup's cards left)."""
+    them (a removed coup shifts every later coup's cards left). The first
+    KEPT of each are kept, the rest only counted: a bundle of a million
+    forged rows costs no more memory than one of a thousand."""
+
+    KEPT = 1000
 
     def __init__(self):
         super().__init__()
         self.derived: list[str] = []
+        self.dropped = 0
 
     def add(self, text: str) -> None:
-        self.append(text)
+        if len(self) < self.KEPT:
+            self.append(text)
+        else:
+            self.dropped += 1
 
     def add_derived(self, text: str) -> None:
-        self.derived.append(text)
+        if len(self.derived) < self.KEPT:
+            self.derived.append(text)
+        else:
+            self.dropped += 1
 
     def all(self) -> list[str]:
         return [*self, *self.derived]
+
+    def total(self) -> int:
+        return len(self) + len(self.derived) + self.dropped
 
     def __bool__(self) -> bool:
         return bool(len(self) or self.derived)

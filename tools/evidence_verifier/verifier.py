@@ -4,8 +4,6 @@ docstring)."""
 from __future__ import annotations
 
 import hashlib
-import json
-import zipfile
 from collections import Counter
 from datetime import date
 from decimal import Decimal
@@ -30,6 +28,14 @@ from .common import (
     statement_bytes,
 )
 from .named import Named
+from .reading import (
+    MANIFEST,
+    blocks,
+    json_member,
+    manifest_check,
+    open_bundle,
+    raw_lines,
+)
 from .session import SessionWalk
 from .tsa import _tsa_check
 
@@ -44,17 +50,19 @@ class Verifier:
         self.sums: dict[tuple, dict] = {}
         self.counts = Counter()
         self.notes: list[str] = []
+        self.at = "the bundle"  # where the reading is: for a message
 
     # .. reading ..
     def open(self) -> None:
-        try:
-            self.zip = zipfile.ZipFile(self.path)
-            self.manifest = json.loads(self.zip.read("manifest.json"))
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-            raise Unreadable(f"{self.path}: not an evidence bundle ({exc})") from exc
-        if self.manifest.get("format") != FORMAT:
-            raise Unreadable(f"{self.path}: format {self.manifest.get('format')!r}, "
-                             f"this program reads {FORMAT}")
+        self.zip = open_bundle(self.path)
+        self.manifest = json_member(self.zip, MANIFEST)
+        if not isinstance(self.manifest, dict) or self.manifest.get(
+                "format") != FORMAT:
+            found = self.manifest.get("format") if isinstance(
+                self.manifest, dict) else None
+            raise Unreadable(f"{self.path}: format {str(found)[:100]!r}, this "
+                             f"program reads {FORMAT}")
+        manifest_check(self.manifest)
         self.fields = self.manifest["fields"]
         self.tz = ZoneInfo(self.manifest["time_zone"])
         self.from_day = date.fromisoformat(self.manifest["period"]["from"])
@@ -62,14 +70,13 @@ class Verifier:
         self.tables = set(self.manifest.get("tables") or [])
 
     def lines(self, name: str):
-        import io
-
-        with self.zip.open(name) as f, io.BufferedReader(f, 1 << 20) as lines:
-            for n, raw in enumerate(lines, 1):
-                try:
-                    yield loads(raw.decode("utf-8"))
-                except ValueError as exc:
-                    raise Unreadable(f"{name} line {n}: not JSON ({exc})") from exc
+        """Each line of a JSON Lines part, parsed; `self.at` says where."""
+        for n, raw in raw_lines(self.zip, name):
+            self.at = f"{name} line {n}"
+            try:
+                yield loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError) as exc:
+                raise Unreadable(f"{self.at}: not JSON ({str(exc)[:200]})") from exc
 
     def full(self, label: str, row: dict) -> dict:
         """A row with the fields it leaves at their default put back."""
@@ -86,13 +93,13 @@ class Verifier:
             if name not in parts:
                 raise Unreadable(f"manifest: no part {name}")
             digest, size = hashlib.sha256(), 0
-            try:
-                with self.zip.open(name) as f:
-                    for block in iter(lambda f=f: f.read(1 << 20), b""):
-                        digest.update(block)
-                        size += len(block)
-            except KeyError as exc:
-                raise Unreadable(f"the bundle has no part {name}") from exc
+            if name not in self.zip.NameToInfo:
+                raise Unreadable(f"the bundle has no part {name}")
+            if self.zip.getinfo(name).file_size == parts[name]["bytes"]:
+                # (a part of another size cannot have the digest: not read)
+                for block in blocks(self.zip, name):
+                    digest.update(block)
+                    size += len(block)
             if digest.hexdigest() != parts[name]["sha256"] or size != parts[name][
                     "bytes"]:
                 self.problems.add(f"part {name}: its SHA-256 is not the manifest's "
@@ -100,7 +107,12 @@ class Verifier:
 
     # 2. anchors
     def check_anchors(self) -> list[dict]:
-        anchors = list(self.lines("anchors.jsonl"))
+        anchors, most = [], len(self.manifest["windows"])
+        for a in self.lines("anchors.jsonl"):
+            anchors.append(a)
+            if len(anchors) > most:  # one closes each window
+                raise Unreadable(f"anchors.jsonl: more anchors than the "
+                                 f"manifest's {most} windows")
         for a in anchors:
             what = f"anchor of row {a.get('row')}"
             problem = signature_check(self.keys, statement_bytes(a),
@@ -244,7 +256,8 @@ class Verifier:
 
     # 6. the report
     def check_report(self) -> dict:
-        data = json.loads(self.zip.read("report.json"))
+        self.at = "report.json"
+        data = json_member(self.zip, "report.json")
         stamp, rows = data.get("stamp", {}), data.get("rows", [])
         problem = signature_check(self.keys, stamp_bytes(stamp),
                                   stamp.get("signature"), stamp.get("signing_key_id"),
