@@ -147,6 +147,10 @@ def arguments(argv=None) -> argparse.Namespace:
                    metavar="MB", help="the address space this program allows "
                    "itself, per process (default %(default)s; 0: no limit); a "
                    "bundle that needs more is refused (exit 2)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="processes re-settling the coups beside the one checking "
+                   "the log and the rows (default: one per CPU, at most 4; 0: "
+                   "all in this one)")
     p.add_argument("--debug", action="store_true",
                    help="a malformed bundle's error with its traceback (for this "
                    "program's maintainers)")
@@ -191,7 +195,7 @@ def main(argv=None) -> int:
             cert = (x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data
                     else [x509.load_der_x509_certificate(data)])
         engine = load_engine(args.engine) if args.engine else None
-        v = Verifier(args.bundle, keys, cert, engine)
+        v = Verifier(args.bundle, keys, cert, engine, args.jobs)
         return report(v, args, v.run())
     except Unreadable as exc:
         print(f"UNREADABLE: {exc}", file=sys.stderr)

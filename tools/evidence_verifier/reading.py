@@ -107,11 +107,27 @@ def json_member(bundle: zipfile.ZipFile, name: str):
         raise Unreadable(f"{name}: not JSON ({str(exc)[:200]})") from exc
 
 
-def raw_lines(bundle: zipfile.ZipFile, name: str):
+class Tally:
+    """A part's SHA-256 and size, taken as it is read for its checks (one
+    pass over it, not two)."""
+
+    def __init__(self):
+        import hashlib
+
+        self.sha, self.bytes = hashlib.sha256(), 0
+
+    def update(self, block: bytes) -> None:
+        self.sha.update(block)
+        self.bytes += len(block)
+
+
+def raw_lines(bundle: zipfile.ZipFile, name: str, tally: Tally | None = None):
     """(line number, bytes) of a JSON Lines member; a line longer than
     MAX_LINE is refused as soon as it is (its bytes are never all held)."""
     rest, n = b"", 0
     for block in blocks(bundle, name):
+        if tally is not None:
+            tally.update(block)
         lines = (rest + block).split(b"\n")
         rest = lines.pop()
         for raw in lines:
@@ -123,6 +139,14 @@ def raw_lines(bundle: zipfile.ZipFile, name: str):
             raise _too_long(name, n + 1)
     if rest:
         yield n + 1, rest
+
+
+def parse(raw: bytes, where: str):
+    """A line's JSON (Unreadable, naming where, when it is not JSON)."""
+    try:
+        return loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"{where}: not JSON ({str(exc)[:200]})") from exc
 
 
 def _too_long(name: str, n: int) -> Unreadable:

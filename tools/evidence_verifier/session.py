@@ -27,7 +27,6 @@ class SessionWalk:
         pk = row["_id"]
         if label == "tables.shoe":
             self.shoes[pk] = row
-            self.v.named.shoe(pk)
             self.shoe_runs[pk] = {"dealt": 0, "seen": Counter(), "seqs": []}
         elif label == "tables.bankerturn":
             self.turns[pk] = row

@@ -4,6 +4,7 @@ docstring)."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from datetime import date
 from decimal import Decimal
@@ -20,7 +21,6 @@ from .common import (
     body,
     dumps,
     load_engine,
-    loads,
     name_of,
     sha256_hex,
     signature_check,
@@ -30,19 +30,28 @@ from .common import (
 from .named import Named
 from .reading import (
     MANIFEST,
+    Tally,
     blocks,
     json_member,
     manifest_check,
     open_bundle,
+    parse,
     raw_lines,
 )
-from .session import SessionWalk
+from .resettle import Resettlers, default_jobs
 from .tsa import _tsa_check
+
+# A ledger line as the casino writes it (ledger.py `_line`): id, key and
+# label, then the row's canonical JSON up to the line's closing brace.
+LINE = re.compile(rb'\{"id":(0|-?[1-9][0-9]{0,18}),"key":"([0-9A-Za-z#._-]{1,64})",'
+                  rb'"label":"([a-z_]{1,40}\.[a-z_]{1,40})","row":(?=\{)')
 
 
 class Verifier:
-    def __init__(self, bundle: Path, keys: dict, tsa_cert=None, engine=None):
+    def __init__(self, bundle: Path, keys: dict, tsa_cert=None, engine=None,
+                 jobs: int | None = None):
         self.path, self.keys, self.tsa_cert = bundle, keys, tsa_cert
+        self.jobs = default_jobs() if jobs is None else jobs
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
         self.named = Named()
@@ -51,6 +60,7 @@ class Verifier:
         self.counts = Counter()
         self.notes: list[str] = []
         self.at = "the bundle"  # where the reading is: for a message
+        self.defaults: dict[str, dict] = {}
 
     # .. reading ..
     def open(self) -> None:
@@ -69,22 +79,30 @@ class Verifier:
         self.to_day = date.fromisoformat(self.manifest["period"]["to"])
         self.tables = set(self.manifest.get("tables") or [])
 
-    def lines(self, name: str):
-        """Each line of a JSON Lines part, parsed; `self.at` says where."""
-        for n, raw in raw_lines(self.zip, name):
+    def lines(self, name: str, raw=None):
+        """Each line of a JSON Lines part (or of `raw`, its raw_lines),
+        parsed; `self.at` says where."""
+        for n, line in raw if raw is not None else raw_lines(self.zip, name):
             self.at = f"{name} line {n}"
-            try:
-                yield loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError) as exc:
-                raise Unreadable(f"{self.at}: not JSON ({str(exc)[:200]})") from exc
+            yield parse(line, self.at)
+
+    def part_read(self, name: str, tally: Tally) -> None:
+        """A part read whole by its check: its digest against the manifest's."""
+        stated = self.manifest["parts"][name]
+        if tally.sha.hexdigest() != stated["sha256"] or tally.bytes != stated[
+                "bytes"]:
+            self.problems.insert(0, f"part {name}: its SHA-256 is not the "
+                                 "manifest's (the file was changed after it was "
+                                 "built)")
 
     def full(self, label: str, row: dict) -> dict:
         """A row with the fields it leaves at their default put back."""
-        out = dict(row)
-        for name, spec in self.fields[label].items():
-            if name not in out and "default" in spec:
-                out[name] = spec["default"]
-        return out
+        defaults = self.defaults.get(label)
+        if defaults is None:  # once per label
+            defaults = self.defaults[label] = {
+                name: spec["default"] for name, spec in self.fields[label].items()
+                if "default" in spec}
+        return {**defaults, **row}
 
     # 1. the parts
     def check_parts(self) -> None:
@@ -92,6 +110,10 @@ class Verifier:
         for name in PARTS:
             if name not in parts:
                 raise Unreadable(f"manifest: no part {name}")
+            if name in ("ledger.jsonl", "log.jsonl"):
+                if name not in self.zip.NameToInfo:
+                    raise Unreadable(f"the bundle has no part {name}")
+                continue  # hashed as their checks read them (part_read)
             digest, size = hashlib.sha256(), 0
             if name not in self.zip.NameToInfo:
                 raise Unreadable(f"the bundle has no part {name}")
@@ -141,7 +163,17 @@ class Verifier:
             self.problems.add(f"{len(windows)} log windows but {len(anchors)} "
                               "anchors closing them")
             return
-        rows = self.lines("log.jsonl")
+        tally = Tally()
+        raw = raw_lines(self.zip, "log.jsonl", tally)
+        try:
+            self.walk_log(self.lines("log.jsonl", raw), windows, anchors)
+        finally:
+            for _ in raw:  # the rest of the part, for its digest
+                pass
+        self.part_read("log.jsonl", tally)
+        self.named.flush()
+
+    def walk_log(self, rows, windows: list[dict], anchors: list[dict]) -> None:
         carried = set(self.manifest["labels"])
         for window, anchor in zip(windows, anchors, strict=True):
             prev, last_id, n = window["seed"], None, 0
@@ -186,45 +218,38 @@ class Verifier:
                     f"log row {last_id}: its link is not the signed anchor's "
                     "(the log was rewritten up to the anchor)")
             self.counts["log rows"] += n
-        self.named.flush()
 
-    # 4 and 5. the ledger, session by session
+    # 4. the ledger rows against the log (5, their re-settlement: resettle.py)
     def check_ledger(self) -> None:
-        self.globals: dict[str, dict] = {}
-        session = None
-        for item in self.lines("ledger.jsonl"):
-            label, key, row = item["label"], item["key"], item["row"]
-            self.bound(label, key, row, item.get("id"))
-            full = self.full(label, row)
-            full["_id"], full["_key"] = item.get("id"), key
-            if label in ("tables.tableauversion", "tables.table",
-                         "tables.houserules"):
-                self.globals.setdefault(label, {})[key] = full
-            elif label == "tables.tablesession":
-                if session is not None:
-                    session.finish()
-                session = SessionWalk(self, full)
-            elif label in ("tables.shoe", "tables.bankerturn", "tables.coup",
-                           "tables.stake", "tables.finding",
-                           "audit.cagnottecount", "tables.shoefinding",
-                           "tables.shoerelease", "audit.cagnotteattestation"):
-                if session is None:
-                    self.problems.add(f"{name_of(label, key)}: outside any session")
-                    continue
-                session.take(label, full)
-            self.counts[label] += 1
-        if session is not None:
-            session.finish()
+        """Each row's digest against the latest log row naming it. A line
+        as the casino writes it (`{"id":..,"key":..,"label":..,"row":{..}}`,
+        canonical) is not parsed here: its digest is the SHA-256 of its
+        `row` bytes as they stand. Only the casino's canonical JSON of a row
+        can have the digest the log recorded, so a line shaped otherwise,
+        or a `row` that is not exactly that JSON, cannot pass for it; such a
+        line is parsed and its row re-encoded (the slow path)."""
+        tally, known = Tally(), self.fields
+        for n, raw in raw_lines(self.zip, "ledger.jsonl", tally):
+            m = LINE.match(raw)
+            if m is not None and raw.endswith(b"}"):
+                pk, key, label = int(m[1]), m[2].decode(), m[3].decode()
+                row_digest = sha256_hex(raw[m.end():-1])
+            else:
+                self.at = f"ledger.jsonl line {n}"
+                item = parse(raw, self.at)
+                label, key, pk = item["label"], item["key"], item.get("id")
+                row_digest = sha256_hex(dumps(item["row"]).encode("utf-8"))
+            if label == "tables.shoe":
+                self.named.shoe(pk)
+            self.to_bind.append((label, key, row_digest))
+            if len(self.to_bind) >= self.BATCH:
+                self.check_bound()
+            self.counts[label if label in known else "rows of no known kind"] += 1
+        self.part_read("ledger.jsonl", tally)
         self.check_bound()
         self.leftovers()
 
     BATCH = 500
-
-    def bound(self, label: str, key: str, row: dict, pk) -> None:
-        """Queue the row's check against the log (`check_bound`, by batch)."""
-        self.to_bind.append((label, key, sha256_hex(dumps(row).encode("utf-8"))))
-        if len(self.to_bind) >= self.BATCH:
-            self.check_bound()
 
     def check_bound(self) -> None:
         batch, self.to_bind = self.to_bind, []
@@ -300,16 +325,19 @@ class Verifier:
 
     def run(self) -> int:
         self.open()
-        self.check_parts()
-        anchors = self.check_anchors()
-        self.check_log(anchors)
-        try:
-            self.check_ledger()
-            n, size = self.named.size()
-            self.notes.append(
-                f"the log names {n} ledger rows: indexed in a temporary file of "
-                f"{size / 1e6:.1f} MB (at most 64 MB of it in memory)")
-        finally:
-            self.named.close()
+        # the coups are re-settled in other processes meanwhile (resettle.py)
+        with Resettlers(self, self.jobs) as resettlers:
+            self.check_parts()
+            anchors = self.check_anchors()
+            self.check_log(anchors)
+            try:
+                self.check_ledger()
+                n, size = self.named.size()
+                self.notes.append(
+                    f"the log names {n} ledger rows: indexed in a temporary file "
+                    f"of {size / 1e6:.1f} MB (at most 64 MB of it in memory)")
+            finally:
+                self.named.close()
+            resettlers.merge()
         self.report = self.check_report()
         return 1 if self.problems else 0
