@@ -175,6 +175,8 @@ def parse_time(text: str) -> datetime:
 
 
 def dec(value) -> Decimal | None:
+    if type(value) is str:  # as the bundle writes money
+        return Decimal(value)
     return None if value is None else Decimal(str(value))
 
 

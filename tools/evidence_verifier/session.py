@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from .common import COUP_MONEY, ZERO, dec, parse_time
+from .common import COUP_MONEY, ZERO, dec
+
+MONEY = frozenset((*COUP_MONEY, "declared_bank"))
+OUTCOMES = {"banker": "banker_wins", "punter": "punter_wins", "tie": "ties"}
 
 
 class SessionWalk:
@@ -63,11 +66,11 @@ class SessionWalk:
     def coup(self, c: dict) -> None:
         v, ch = self.v, self.v.engine
         shoe = self.shoes.get(c["shoe_id"])
-        subject = f"coup {c['_key']} (shoe {c['shoe_id']}, seq {c['seq']}, rev " \
-                  f"{c['revision']})"
 
-        def add(what: str) -> None:
-            v.problems.add_derived(f"{subject}: {what}")
+        def add(what: str) -> None:  # the subject written only when needed
+            v.problems.add_derived(
+                f"coup {c['_key']} (shoe {c['shoe_id']}, seq {c['seq']}, rev "
+                f"{c['revision']}): {what}")
 
         rules = v.globals.get("tables.houserules", {}).get(str(c["rules_id"]))
         turn = self.turns.get(c["turn_id"])
@@ -91,7 +94,7 @@ class SessionWalk:
         if c["tableau_version"] != tableau.version:
             add(f"tableau_version {c['tableau_version']}, its house rules' is "
                 f"{tableau.version}")
-        local = parse_time(c["created_at"]).astimezone(v.tz)
+        local = datetime.fromisoformat(c["created_at"]).astimezone(v.tz)
         day = (local - timedelta(hours=rules["gaming_day_cutoff"])).date()
         if c["gaming_day"] != day.isoformat():
             add(f"gaming_day {c['gaming_day']}, recorded at {c['created_at']} it "
@@ -111,7 +114,7 @@ class SessionWalk:
         if values is not None:
             for name, expected in values.items():
                 stored = c.get(name)
-                if name in COUP_MONEY or name == "declared_bank":
+                if name in MONEY:
                     stored = dec(stored)
                 if stored != expected:
                     add(f"{name} stored {stored}, re-settled {expected}")
@@ -148,13 +151,15 @@ class SessionWalk:
         self.stored += dec(c["commission"])
         self.resettled += values["commission"]
         v.counts["coups re-settled"] += 1
-        if v.in_period(rules["table_id"], c["gaming_day"]):
-            cell = v.sums.setdefault((rules["table_id"], c["gaming_day"]), {
+        where = (rules["table_id"], c["gaming_day"])
+        cell = v.sums.get(where)
+        if cell is None and v.in_period(*where):
+            cell = v.sums[where] = {
                 "coups": 0, "banker_wins": 0, "punter_wins": 0, "ties": 0,
-                "covered": ZERO, "commission": ZERO})
+                "covered": ZERO, "commission": ZERO}
+        if cell is not None:
             cell["coups"] += 1
-            outcome = {"banker": "banker_wins", "punter": "punter_wins",
-                       "tie": "ties"}.get(values["outcome"])
+            outcome = OUTCOMES.get(values["outcome"])
             if outcome:
                 cell[outcome] += 1
             cell["covered"] += values["covered"]
