@@ -31,13 +31,16 @@ What it checks, in order:
    names for a coup in the bundle is there, and every coup it names in a
    shoe of the bundle. What the log names is indexed on disk as step 3
    walks it (a temporary SQLite file, `Named`), so memory stays flat
-   whatever the period's size (~50 MB for a month of 40 tables);
+   whatever the period's size (~120 MB; the index's file ~0.5 GB for a
+   month of 40 tables);
 5. every coup settled again from its cards, stakes and the house rules
    version it names, with the project's rules engine (`tables/chemmy`,
    imported from this checkout by path, or `--engine DIR`), carrying the
    bank along its banker turn: totals, outcome, choices, coverage, garage,
    commission, bank after, each stake's covered/declined/payout, findings,
-   cards left, gaming day; then each turn's, shoe's and count's totals;
+   cards left, gaming day; then each turn's, shoe's and count's totals
+   (in `--jobs` processes, a share of the sessions each, while the main
+   one does steps 1-4: evidence_verifier/resettle.py);
 6. the commission report: its stamp's signature, its rows' digest, and
    every table and gaming day's coups, wins, covered and commission against
    the re-settled coups.
