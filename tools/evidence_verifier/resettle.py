@@ -6,11 +6,13 @@ the lines before the first session (the tableau versions, tables and house
 rules every session needs). A session line is recognised by its top-level
 label near the start of the line, as the casino writes it; a line written
 otherwise is simply not taken for a session's first, so its rows go to the
-session before, in the same process: every line is still parsed by exactly
-one process, a session's rows by the same one, and a misplaced row is named
-(outside any session, or a session's total that does not add up), never
-skipped. The digests of the rows are checked elsewhere (verifier.py,
-`check_ledger`), in the main process, once.
+session before, in the same process: every line is still taken by exactly
+one process (the lines before the first session line are read by all, for
+the tables and rules, and taken by the first), a session's rows by the same
+one, and a misplaced row is named (outside any session, or a session's
+total that does not add up), never skipped or counted twice
+(tests/evidence/test_jobs.py). The digests of the rows are checked
+elsewhere (verifier.py, `check_ledger`), in the main process, once.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def _walk(v, share: int, shares: int) -> None:
         v.at = f"ledger.jsonl line {n}"
         item = parse(raw, v.at)
         label, key = item["label"], item["key"]
+        if group < 0 and share != 0 and label not in GLOBAL:
+            continue  # before the first session: share 0 takes all but these
         full = v.full(label, item["row"])
         full["_id"], full["_key"] = item.get("id"), key
         if label in GLOBAL:
@@ -65,28 +69,27 @@ def _walk(v, share: int, shares: int) -> None:
         elif label in IN_SESSION:
             if session is not None:
                 session.take(label, full)
-            elif group >= 0 or share == 0:  # the lines before: share 0 says
+            else:
                 v.problems.add(f"{name_of(label, key)}: outside any session")
     if session is not None:
         session.finish()
 
 
-_VERIFIER = None  # the Verifier a forked process works for
-
-
-def _task(share: int, shares: int) -> dict:
-    v = _VERIFIER
+def _task(v, share: int, shares: int, pipe) -> None:
+    """In a forked process: this share's findings, sent back whole."""
     try:
         v.zip = open_bundle(v.path)  # its own file: not the parent's offset
-        return resettle(v, share, shares)
+        out = resettle(v, share, shares)
     except Unreadable as exc:
-        return {"unreadable": str(exc)}
+        out = {"unreadable": str(exc)}
     except MemoryError:
-        return {"unreadable": f"{v.at}: more memory needed than this program "
-                "allows itself (--memory-limit)"}
+        out = {"unreadable": f"{v.at}: more memory needed than this program "
+               "allows itself (--memory-limit)"}
     except Exception as exc:  # noqa: BLE001 - a malformed bundle: exit 2, where
-        return {"unreadable": f"{v.at}: malformed bundle ({type(exc).__name__}: "
-                f"{str(exc)[:200]})"}
+        out = {"unreadable": f"{v.at}: malformed bundle ({type(exc).__name__}: "
+               f"{str(exc)[:200]})"}
+    pipe.send(out)
+    pipe.close()
 
 
 def default_jobs() -> int:
@@ -100,37 +103,48 @@ def default_jobs() -> int:
 
 
 class Resettlers:
-    """The re-settling processes, started before the main process checks
-    the parts, the log and the rows, and waited for after."""
+    """The re-settling processes (forked: they share the engine and the
+    opened manifest), started before the main process checks the parts, the
+    log and the rows, and waited for after; stopped at once when the main
+    process finds the bundle unreadable."""
 
     def __init__(self, v, jobs: int):
-        self.v, self.jobs, self.futures, self.pool = v, jobs, [], None
+        self.v, self.jobs, self.workers = v, jobs, []
 
     def __enter__(self):
-        if self.jobs > 0:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
 
-            global _VERIFIER
-            _VERIFIER = self.v
-            self.pool = ProcessPoolExecutor(
-                self.jobs, mp_context=multiprocessing.get_context("fork"))
-            self.futures = [self.pool.submit(_task, k, self.jobs)
-                            for k in range(self.jobs)]
+        fork = multiprocessing.get_context("fork") if self.jobs > 0 else None
+        for k in range(self.jobs):
+            mine, theirs = fork.Pipe(duplex=False)
+            process = fork.Process(target=_task, args=(self.v, k, self.jobs, theirs),
+                                   daemon=True)
+            process.start()
+            theirs.close()
+            self.workers.append((process, mine))
         return self
 
     def __exit__(self, *exc):
-        if self.pool is not None:
-            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+        for process, _ in self.workers:
+            if exc[0] is not None:
+                process.terminate()
+            process.join()
         return False
+
+    def _results(self) -> list[dict]:
+        out = []
+        for process, pipe in self.workers:
+            try:
+                out.append(pipe.recv())
+            except EOFError:  # it died without a word (killed, out of memory)
+                out.append({"unreadable": f"a re-settling process ended with "
+                            f"status {process.join() or process.exitcode}"})
+        return out
 
     def merge(self) -> None:
         """Their findings into the verifier's (in this process when none)."""
         v = self.v
-        if self.pool is None:
-            results = [resettle(v, 0, 1)]
-        else:
-            results = [f.result() for f in self.futures]
+        results = self._results() if self.workers else [resettle(v, 0, 1)]
         for r in results:
             if "unreadable" in r:
                 raise Unreadable(r["unreadable"])
