@@ -20,9 +20,10 @@ What it checks, in order:
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;
 4. every ledger row: its SHA-256 (the canonical JSON of `row`) is the digest
-   the latest log row naming it recorded; every stake and finding the log
-   names for a coup in the bundle is there, and every coup it names in a
-   shoe of the bundle. What the log names is indexed on disk as step 3
+   the latest log row naming it recorded; and every row a log row of the
+   windows wrote is there, of every kind (evidence_complete.py: the kinds
+   no bundle carries, and why, are listed there), at the state the latest
+   of them left it. What the log names is indexed on disk as step 3
    walks it (a temporary SQLite file, `Named`), so memory stays flat
    whatever the period's size (~50 MB for a month of 40 tables);
 5. every coup settled again from its cards, stakes and the house rules
@@ -31,7 +32,9 @@ What it checks, in order:
    bank along its banker turn: totals, outcome, choices, coverage, garage,
    commission, bank after, each stake's covered/declined/payout, findings,
    cards left, gaming day; then each turn's, shoe's and count's totals;
-6. the commission report: its stamp's signature, its rows' digest, and
+6. the commission report: its stamp's signature; that the stamp names the
+   anchor closing the bundle, its period and its tables (a report of
+   another head of the log is not this bundle's); its rows' digest; and
    every table and gaming day's coups, wins, covered and commission against
    the re-settled coups.
 
@@ -50,6 +53,10 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   cagnotte counts and attestations), then the flag decisions.
 - `context.jsonl`: the flags the decisions are about (not bound: a flag's
   state is its decisions').
+- `outside.jsonl`: every other row the windows' log rows wrote, as
+  `ledger.jsonl` gives rows ({"label", "key", "id", "row"}), or {"label",
+  "key", "later": true} for a row the design updates, of no session of the
+  period, written again after the windows (evidence_complete.py).
 - `log.jsonl`: the change-log rows of each window, in id order.
 - `anchors.jsonl`: one signed anchor per window, closing it, as the casino
   took it (casino/anchors.py: signed then, not when the bundle was built):
@@ -88,7 +95,7 @@ from zoneinfo import ZoneInfo
 FORMAT = "chemmy-evidence/1"
 GENESIS = "0" * 64
 PARTS = ("ledger.jsonl", "context.jsonl", "log.jsonl", "anchors.jsonl",
-         "report.json")
+         "report.json", "outside.jsonl")
 MAX_PROBLEMS = 50
 CHILD_LABELS = ("tables.stake", "tables.finding")  # keyed "coup#position"
 ZERO = Decimal("0.00")
@@ -106,6 +113,18 @@ loads = json.JSONDecoder().decode
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _sibling(name: str):
+    """A module of this folder, by path (the verifier is run as a file)."""
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"verify_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+complete = _sibling("evidence_complete")  # completeness, the report's place
 
 
 # -- the rules engine, by path -------------------------------------------------
@@ -315,13 +334,12 @@ class Named:
     map in memory, so that a month's 3M rows take a few MB of memory, not a
     few GB. Each row of the bundle is looked up once and marked seen; what
     the log names and the bundle should hold but does not is what is left
-    unseen (`missing`)."""
+    unseen (evidence_complete.py)."""
 
     SCHEMA = """
         CREATE TABLE named (label TEXT, key TEXT, digest TEXT, rid INTEGER,
                             parent INTEGER, seen INTEGER DEFAULT 0,
                             PRIMARY KEY (label, key)) WITHOUT ROWID;
-        CREATE TABLE shoes (id INTEGER PRIMARY KEY);
     """
 
     def __init__(self):
@@ -366,25 +384,6 @@ class Named:
                 [label, *keys]).fetchall()
             out.update({(label, key): rest for key, *rest in found})
         return out
-
-    def shoe(self, pk: int) -> None:
-        self.db.execute("INSERT OR IGNORE INTO shoes VALUES (?)", (pk,))
-
-    def missing(self) -> list[tuple]:
-        """(label, key, rid, shoe) of each stake and finding the log wrote
-        for a coup of the bundle, and each coup it wrote in a shoe of the
-        bundle, that the bundle does not hold (a row removed)."""
-        return self.db.execute("""
-            SELECT c.label, c.key, c.rid, NULL FROM named c
-              JOIN named p ON p.label = 'tables.coup'
-                          AND p.key = CAST(c.parent AS TEXT) AND p.seen > 0
-             WHERE c.label IN ('tables.stake', 'tables.finding') AND c.seen = 0
-               AND c.digest IS NOT NULL
-            UNION ALL
-            SELECT label, key, rid, parent FROM named
-             WHERE label = 'tables.coup' AND seen = 0 AND digest IS NOT NULL
-               AND parent IN (SELECT id FROM shoes)
-             ORDER BY 1, 2""").fetchall()
 
     def size(self) -> tuple[int, int]:
         """(rows the log names, bytes of the index: on disk, but for the
@@ -432,6 +431,7 @@ class Verifier:
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
         self.named = Named()
+        self.complete = complete.Completeness(self.named)
         self.to_bind: list[tuple[str, str, str]] = []
         self.sums: dict[tuple, dict] = {}
         self.counts = Counter()
@@ -522,7 +522,6 @@ class Verifier:
                               "anchors closing them")
             return
         rows = self.lines("log.jsonl")
-        carried = set(self.manifest["labels"])
         for window, anchor in zip(windows, anchors, strict=True):
             prev, last_id, n = window["seed"], None, 0
             expected_first = window["first"]
@@ -542,12 +541,13 @@ class Verifier:
                         "changed, or a row before it removed or inserted)")
                     return
                 for label, entries in (r.get("ledger") or {}).items():
-                    if label not in carried:
+                    if not complete.required(label):
                         continue
                     parent = None
                     if label == "tables.coup" and isinstance(r.get("new"), dict):
                         parent = r["new"].get("shoe")
                     for k, digest in entries.items():
+                        self.complete.entry(label, k, digest)
                         if type(digest) is list:
                             digest = digest[1]
                         if label in CHILD_LABELS:
@@ -595,8 +595,10 @@ class Verifier:
             self.counts[label] += 1
         if session is not None:
             session.finish()
+        self.complete.outside(self, self.lines(complete.PART))
         self.check_bound()
-        self.leftovers()
+        self.complete.leftovers(self)
+        self.complete.revisions(self)
 
     BATCH = 500
 
@@ -627,17 +629,11 @@ class Verifier:
                                   "recorded (the row was edited)")
             seen_here.add((label, key))
 
-    def leftovers(self) -> None:
-        """Rows the log names that the bundle should hold and does not."""
-        for label, key, rid, shoe in self.named.missing():
-            where = f" (shoe {shoe})" if shoe is not None else ""
-            self.problems.add(f"{name_of(label, key)}{where}: written by log row "
-                              f"{rid}, missing from the bundle")
-
     # 6. the report
     def check_report(self) -> dict:
         data = json.loads(self.zip.read("report.json"))
         stamp, rows = data.get("stamp", {}), data.get("rows", [])
+        complete.report_belongs(self, stamp, self.anchors)
         problem = signature_check(self.keys, stamp_bytes(stamp),
                                   stamp.get("signature"), stamp.get("signing_key_id"),
                                   "the report's stamp")
@@ -680,7 +676,7 @@ class Verifier:
     def run(self) -> int:
         self.open()
         self.check_parts()
-        anchors = self.check_anchors()
+        anchors = self.anchors = self.check_anchors()
         self.check_log(anchors)
         try:
             self.check_ledger()
@@ -746,7 +742,6 @@ class SessionWalk:
         pk = row["_id"]
         if label == "tables.shoe":
             self.shoes[pk] = row
-            self.v.named.shoe(pk)
             self.shoe_runs[pk] = {"dealt": 0, "seen": Counter(), "seqs": []}
         elif label == "tables.bankerturn":
             self.turns[pk] = row
@@ -754,6 +749,8 @@ class SessionWalk:
                               "garage": ZERO, "commission": ZERO, "last": None,
                               "suivi": None, "tied": None}
         elif label == "tables.coup":
+            self.v.complete.coup(row["_key"], row["shoe_id"], row["seq"],
+                                 row["revision"])
             self.flush_if_new(row)
             row["_stakes"], row["_findings"] = [], []
             self.group.append(row)

@@ -37,6 +37,7 @@ from tables.models import Table, TableDayRollup
 
 from . import signed
 from .ledger import CHILDREN, Keys, write_ledger
+from .outside import Written
 from .rows import LABELS, fields_of, keyed_rows
 from .select import Selection, period_select
 from .zipout import Bundle
@@ -91,9 +92,15 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
                            .encode())
         windows, anchors = _windows(sel, members)
         prog.expected += sum(_count(w) for w in windows)
-        with bundle.part("log.jsonl") as part:
-            for window in windows:
-                _write_log(part, window, prog)
+        written = Written(members)
+        try:
+            with bundle.part("log.jsonl") as part:
+                for window in windows:
+                    _write_log(part, window, prog, written)
+            with bundle.part("outside.jsonl") as part:
+                written.write(part)
+        finally:
+            written.close()
         with bundle.part("anchors.jsonl") as part:
             for anchor in anchors:
                 part.write(_line(anchor))
@@ -261,10 +268,11 @@ def _pages(first: int, last: int | None, *fields: str):
                    .order_by("id").values_list(*fields, named=len(fields) > 2))
 
 
-def _write_log(part, window: dict, prog: _Progress) -> None:
+def _write_log(part, window: dict, prog: _Progress, written: Written) -> None:
     for page in _pages(window["first"], window["last"], *LOG_FIELDS):
         for row in page:
             row = row._asdict()
+            written.add(row["ledger"])
             row["at"] = _when(row["at"])
             part.write(_line(row))
         prog.step(len(page))

@@ -1,0 +1,192 @@
+"""What tools/verify_evidence.py checks of a bundle's completeness and of
+its report's place in it. Standard library only, loaded by path beside the
+verifier (no package, no Django).
+
+Completeness, by the log and not by a list of kinds. Every log row of the
+bundle's windows names each ledger row it wrote, by label and key, with the
+digest it left the row at (`ledger`: a digest, or [before, after] for a row
+the design updates; after null for a row deleted). The bundle must hold
+every row so named at the digest the *latest* such write gives, whatever
+its kind, except the kinds of `NOT_CARRIED` (who may do what, not what
+happened at the tables), which are named here with their reason. A kind
+added later is therefore required without touching this file.
+
+The period's rows are in `ledger.jsonl` (re-settled); every other row the
+windows wrote (another table's, another day's, a gaming-day close...) is in
+`outside.jsonl`, checked against the log the same way and not re-settled.
+A row the design updates (its entries are [before, after]) that does not
+belong to the period's sessions and was written again after the windows
+cannot be given at the windows' state: `outside.jsonl` names it with
+`"later": true` instead of its content. Such a marker is refused for any
+other row: a row written once (a coup, a stake, a decision, a count...)
+never changes, and the period's own rows are given whole.
+
+The report belongs to the bundle: its signed stamp names the anchor that
+closes the bundle's last window (row, digest and public link), and the same
+period and tables as the manifest. A report stamped at another head (an
+older bundle's rows beside a newer report, or the reverse) is refused.
+"""
+
+from __future__ import annotations
+
+PART = "outside.jsonl"
+
+# Kinds bound to the trail that no bundle carries: they hold secrets (a
+# password's hash, a token's or a PIN's digest) or run the servers, and
+# re-settling a coup reads none of them. The log rows that wrote them are in
+# the bundle all the same (their digests are part of the links).
+NOT_CARRIED = {
+    "auth.user": "people and their password hashes",
+    "auth.group": "roles",
+    "auth.user_groups": "who holds which role",
+    "auth.group_permissions": "what a role may do",
+    "auth.user_user_permissions": "what a person may do",
+    "casino.apitoken": "API tokens' digests",
+    "tablet.tabletprofile": "tablet PINs' hashes",
+    "django_celery_beat.periodictask": "the servers' schedules",
+    "django_celery_beat.crontabschedule": "the servers' schedules",
+    "django_celery_beat.intervalschedule": "the servers' schedules",
+    "django_celery_beat.solarschedule": "the servers' schedules",
+    "django_celery_beat.clockedschedule": "the servers' schedules",
+}
+
+
+def required(label: str) -> bool:
+    """Whether a bundle must carry the rows of this kind that its windows
+    write (every kind but NOT_CARRIED's, including kinds unknown here)."""
+    return label not in NOT_CARRIED
+
+
+class Completeness:
+    """Beside the verifier's index of what the log names (`Named`, a SQLite
+    file): which of those rows the design updates (their entries were
+    [before, after]), which `outside.jsonl` says were written again after
+    the windows, and each coup's (shoe, seq, revision) as the ledger gives
+    it, for the check of the revision settled."""
+
+    def __init__(self, named):
+        self.named = named
+        named.db.executescript("""
+            CREATE TABLE updatable (label TEXT, key TEXT,
+                                    PRIMARY KEY (label, key)) WITHOUT ROWID;
+            CREATE TABLE later (label TEXT, key TEXT,
+                                PRIMARY KEY (label, key)) WITHOUT ROWID;
+            CREATE TABLE settled (key TEXT PRIMARY KEY, shoe INTEGER,
+                                  seq INTEGER, revision INTEGER) WITHOUT ROWID;
+        """)
+        self.pending: list[tuple[str, str]] = []
+
+    def entry(self, label: str, key: str, raw) -> None:
+        """One entry of a log row's `ledger`, as written (`raw`)."""
+        if type(raw) is list:
+            self.pending.append((label, key))
+            if len(self.pending) >= 20000:
+                self.flush()
+
+    def flush(self) -> None:
+        self.named.db.executemany(
+            "INSERT OR IGNORE INTO updatable VALUES (?, ?)", self.pending)
+        self.pending = []
+
+    def coup(self, key: str, shoe, seq, revision) -> None:
+        self.named.db.execute("INSERT OR REPLACE INTO settled VALUES (?, ?, ?, ?)",
+                              (key, shoe, seq, revision))
+
+    # .. outside.jsonl ..
+    def outside(self, v, lines) -> None:
+        """Each row of `outside.jsonl` checked against the log like a ledger
+        row (`v.bound`); a "later" marker only for a row the design updates
+        that the period's rows do not hold."""
+        for item in lines:
+            label, key = item.get("label"), item.get("key")
+            if not isinstance(label, str) or not isinstance(key, str):
+                v.problems.add(f"{PART}: a line without its label and key")
+                continue
+            if item.get("later") is True:
+                self.named.db.execute("INSERT OR IGNORE INTO later VALUES (?, ?)",
+                                      (label, key))
+                continue
+            if not isinstance(item.get("row"), dict):
+                v.problems.add(f"{PART}: {label} {key} without its row")
+                continue
+            v.bound(label, key, item["row"], item.get("id"))
+            v.counts[f"outside: {label}"] += 1
+
+    # .. what is missing ..
+    def missing(self) -> list[tuple]:
+        """(label, key, rid, why) of each row the windows' log rows wrote
+        (their latest write left it present) that the bundle does not hold,
+        and of each "later" marker it may not use."""
+        self.flush()
+        return self.named.db.execute("""
+            SELECT n.label, n.key, n.rid, 'missing' FROM named n
+             WHERE n.seen = 0 AND n.digest IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM later l JOIN updatable u
+                                   ON u.label = l.label AND u.key = l.key
+                                WHERE l.label = n.label AND l.key = n.key)
+            UNION ALL
+            SELECT l.label, l.key, n.rid, 'later' FROM later l
+              LEFT JOIN named n ON n.label = l.label AND n.key = l.key
+             WHERE n.seen > 0 OR NOT EXISTS (
+                   SELECT 1 FROM updatable u
+                    WHERE u.label = l.label AND u.key = l.key)
+             ORDER BY 1, 2""").fetchall()
+
+    def leftovers(self, v) -> None:
+        for label, key, rid, why in self.missing():
+            name = f"{label.split('.')[-1]} {key}"
+            if why == "missing":
+                v.problems.add(f"{name}: written by log row {rid}, missing from "
+                               "the bundle (the row was removed)")
+            elif rid is None:
+                v.problems.add(f"{name}: {PART} says it was written after the "
+                               "bundle's windows, but no log row of the "
+                               "windows wrote it")
+            else:
+                v.problems.add(f"{name}: {PART} says it was written again after "
+                               f"the bundle's windows, but log row {rid} wrote "
+                               "it once and for all, or the bundle holds it: "
+                               "it must be given as that row left it")
+
+    def revisions(self, v) -> None:
+        """The coup settled for each (shoe, seq), its highest revision, is the
+        one the log wrote last: a later revision removed, or revisions
+        renumbered, leave another one settled."""
+        found = self.named.db.execute("""
+            SELECT s.shoe, s.seq, s.key, n.rid, w.key, w.rid FROM settled s
+              JOIN named n ON n.label = 'tables.coup' AND n.key = s.key
+              JOIN (SELECT s2.shoe, s2.seq, s2.key, n2.rid FROM settled s2
+                      JOIN named n2 ON n2.label = 'tables.coup'
+                                   AND n2.key = s2.key) w
+                ON w.shoe = s.shoe AND w.seq = s.seq AND w.rid > n.rid
+             WHERE s.revision = (SELECT max(revision) FROM settled s3
+                                  WHERE s3.shoe = s.shoe AND s3.seq = s.seq)
+             LIMIT 50""").fetchall()
+        for shoe, seq, key, rid, later_key, later_rid in found:
+            v.problems.add(
+                f"coup {key} (shoe {shoe}, seq {seq}): settled as the latest "
+                f"revision (log row {rid}), but log row {later_rid} wrote coup "
+                f"{later_key} of the same seq after it")
+
+
+def report_belongs(v, stamp: dict, anchors: list[dict]) -> None:
+    """The report's signed stamp names the anchor closing the bundle, and
+    the bundle's period and tables (module docstring)."""
+    closing = anchors[-1] if anchors else {}
+    named = str(stamp.get("trail_anchor") or "")
+    expected = f"row {closing.get('row')} {closing.get('hash')}"
+    if not closing or named != expected or stamp.get(
+            "trail_anchor_link") != closing.get("link"):
+        v.problems.add(
+            f"the report's stamp names trail anchor {named or '(none)'!r}, but "
+            f"the bundle closes at {expected!r}: the report is not this "
+            "bundle's (stamped at another head of the log)")
+    m = v.manifest
+    period = f"gaming days {v.from_day} to {v.to_day}"
+    if stamp.get("period") != period:
+        v.problems.add(f"the report's stamp is for {stamp.get('period')!r}, the "
+                       f"bundle for {period!r}")
+    tables = m.get("tables") or "all"
+    if stamp.get("tables") != tables:
+        v.problems.add(f"the report's stamp is for tables {stamp.get('tables')!r}"
+                       f", the bundle for {tables!r}")
