@@ -13,7 +13,8 @@ added later is therefore required without touching this file.
 
 The period's rows are in `ledger.jsonl` (re-settled); every other row the
 windows wrote (another table's, another day's, a gaming-day close...) is in
-`outside.jsonl`, checked against the log the same way and not re-settled.
+`outside.jsonl`, checked against the log the same way and not re-settled
+(a coup of the period's tables and days given there is named).
 A row the design updates (its entries are [before, after]) that does not
 belong to the period's sessions and was written again after the windows
 cannot be given at the windows' state: `outside.jsonl` names it with
@@ -111,6 +112,20 @@ class Completeness:
                 continue
             v.bound(label, key, item["row"], item.get("id"))
             v.counts[f"outside: {label}"] += 1
+            if label == "tables.coup":
+                self._not_the_periods(v, key, item["row"])
+
+    @staticmethod
+    def _not_the_periods(v, key: str, row: dict) -> None:
+        """A coup of the period's tables and days belongs to the ledger part,
+        where it is re-settled and counted against the report."""
+        rules = v.globals.get("tables.houserules", {}).get(str(row.get("rules_id")))
+        day = row.get("gaming_day")
+        if rules is not None and isinstance(day, str) and v.in_period(
+                rules["table_id"], day):
+            v.problems.add(f"coup {key}: played at table {rules['table_id']} on "
+                           f"{day}, in the period, yet given in {PART} (not "
+                           "re-settled)")
 
     # .. what is missing ..
     def missing(self) -> list[tuple]:

@@ -265,6 +265,25 @@ def test_one_tables_bundle_carries_the_others_rows_outside(
     assert code == 1 and f"stake {drop.key}: written by log row" in out, out
 
 
+def test_a_coup_of_the_period_moved_outside_is_named(bundle, tmp_path, check):
+    def edit(name, lines):
+        if name not in ("ledger.jsonl", "outside.jsonl"):
+            return None
+        if name == "ledger.jsonl":
+            coup = max((x for x in lines if x["label"] == "tables.coup"),
+                       key=lambda x: x["row"]["seq"])
+            edit.moved = [coup, *(x for x in lines if x["key"].startswith(
+                coup["key"] + "#") and x["label"] in ("tables.stake",
+                                                     "tables.finding"))]
+            return [x for x in lines if x not in edit.moved]
+        return [*lines, *edit.moved]
+
+    code, out = check(rewrite(bundle, tmp_path / "x.zip", edit))
+    assert code == 1
+    assert (f"coup {edit.moved[0]['key']}: played at table" in out
+            and "in the period, yet given in outside.jsonl" in out), out
+
+
 @pytest.mark.parametrize("which", ["outside", "ledger"])
 def test_written_after_the_windows_only_for_a_row_the_design_updates(
         two_tables, tmp_path, check, which):
