@@ -168,3 +168,26 @@ def test_an_edit_after_the_last_anchor_is_refused_before_the_next(
         relink(c, row.pk)
     with pytest.raises(ChainBroken, match=f"trail row {row.pk}: its content"):
         trail_anchor(reason="interval")
+
+
+def test_a_report_is_not_stamped_over_a_forged_decision(
+        decided, manager, settings, tmp_path, request,
+        django_capture_on_commit_callbacks):
+    """A report's stamp anchors the head: its job fails naming the row, and
+    no stamp is signed."""
+    from audit.reports.services import report_request
+    from casino.celery import app
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    request.addfinalizer(lambda: setattr(app.conf, "task_always_eager", eager))
+    rid = forge_the_decision(decided)
+    day = decided.gaming_day.isoformat()
+    with django_capture_on_commit_callbacks(execute=True):
+        job = report_request(user=manager, kind="commission", format="csv",
+                             from_day=day, to_day=day)
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert f"nothing was signed: trail row {rid}" in job.error
+    assert not job.stamp
