@@ -61,9 +61,8 @@ def required(label: str) -> bool:
 class Completeness:
     """Beside the verifier's index of what the log names (`Named`, a SQLite
     file): which of those rows the design updates (their entries were
-    [before, after]), which `outside.jsonl` says were written again after
-    the windows, and each coup's (shoe, seq, revision) as the ledger gives
-    it, for the check of the revision settled."""
+    [before, after]), and which `outside.jsonl` says were written again
+    after the windows."""
 
     def __init__(self, named):
         self.named = named
@@ -72,15 +71,18 @@ class Completeness:
                                     PRIMARY KEY (label, key)) WITHOUT ROWID;
             CREATE TABLE later (label TEXT, key TEXT,
                                 PRIMARY KEY (label, key)) WITHOUT ROWID;
-            CREATE TABLE settled (key TEXT PRIMARY KEY, shoe INTEGER,
-                                  seq INTEGER, revision INTEGER) WITHOUT ROWID;
-            CREATE INDEX settled_seq ON settled (shoe, seq);
         """)
         self.pending: list[tuple[str, str]] = []
+        self.recent: set[tuple[str, str]] = set()
 
     def entry(self, label: str, key: str, raw) -> None:
         """One entry of a log row's `ledger`, as written (`raw`)."""
-        if type(raw) is list:
+        # a shoe or a turn is written again by each of its coups: the rows
+        # seen lately are not queued again (a bounded set, not every row)
+        if type(raw) is list and (label, key) not in self.recent:
+            if len(self.recent) >= 50000:
+                self.recent.clear()
+            self.recent.add((label, key))
             self.pending.append((label, key))
             if len(self.pending) >= 20000:
                 self.flush()
@@ -89,10 +91,6 @@ class Completeness:
         self.named.db.executemany(
             "INSERT OR IGNORE INTO updatable VALUES (?, ?)", self.pending)
         self.pending = []
-
-    def coup(self, key: str, shoe, seq, revision) -> None:
-        self.named.db.execute("INSERT OR REPLACE INTO settled VALUES (?, ?, ?, ?)",
-                              (key, shoe, seq, revision))
 
     # .. outside.jsonl ..
     def outside(self, v, lines) -> None:
@@ -164,33 +162,24 @@ class Completeness:
                                "it once and for all, or the bundle holds it: "
                                "it must be given as that row left it")
 
-    def revisions(self, v) -> None:
-        """The coup settled for each (shoe, seq), its highest revision, is the
-        one the log wrote last: a later revision removed, or revisions
-        renumbered, leave another one settled."""
-        # one pass, grouped (a month's million coups: no lookup per coup)
-        found = self.named.db.execute("""
-            WITH g AS (SELECT s.shoe, s.seq, s.key, s.revision, n.rid
-                         FROM settled s JOIN named n
-                           ON n.label = 'tables.coup' AND n.key = s.key),
-                 top AS (SELECT shoe, seq, max(revision) AS revision,
-                                max(rid) AS rid FROM g GROUP BY shoe, seq)
-            SELECT g.shoe, g.seq, g.key, g.rid, top.rid FROM g JOIN top
-                ON top.shoe = g.shoe AND top.seq = g.seq
-               AND top.revision = g.revision
-             WHERE g.rid < top.rid LIMIT 50""").fetchall()
-        found = [(*f, self._written_by(f[0], f[1], f[4])) for f in found]
-        for shoe, seq, key, rid, later_rid, later_key in found:
+    def settled(self, v, group: list[dict]) -> None:
+        """The coup settled for a (shoe, seq), its highest revision (the last
+        of `group`, the revisions in the bundle), is the one the log wrote
+        last: revisions renumbered would leave an older one settled. (A later
+        revision removed is named as missing.) Asked only where a seq has
+        several revisions: a corrected coup."""
+        keys = [c["_key"] for c in group]
+        rids = dict(self.named.db.execute(
+            "SELECT key, rid FROM named WHERE label = 'tables.coup' AND key IN "
+            f"({','.join('?' * len(keys))})", keys).fetchall())
+        last = group[-1]
+        latest = max(keys, key=lambda k: rids.get(k, -1))
+        if latest != last["_key"] and last["_key"] in rids:
             v.problems.add(
-                f"coup {key} (shoe {shoe}, seq {seq}): settled as the latest "
-                f"revision (log row {rid}), but log row {later_rid} wrote coup "
-                f"{later_key} of the same seq after it")
-
-    def _written_by(self, shoe, seq, rid) -> str:
-        return self.named.db.execute(
-            "SELECT s.key FROM settled s JOIN named n ON n.label = 'tables.coup' "
-            "AND n.key = s.key WHERE s.shoe = ? AND s.seq = ? AND n.rid = ?",
-            (shoe, seq, rid)).fetchone()[0]
+                f"coup {last['_key']} (shoe {last['shoe_id']}, seq {last['seq']}):"
+                f" settled as the latest revision (log row {rids[last['_key']]}), "
+                f"but log row {rids[latest]} wrote coup {latest} of the same seq "
+                "after it")
 
 
 def report_belongs(v, stamp: dict, anchors: list[dict]) -> None:

@@ -598,7 +598,6 @@ class Verifier:
         self.complete.outside(self, self.lines(complete.PART))
         self.check_bound()
         self.complete.leftovers(self)
-        self.complete.revisions(self)
 
     BATCH = 500
 
@@ -749,8 +748,6 @@ class SessionWalk:
                               "garage": ZERO, "commission": ZERO, "last": None,
                               "suivi": None, "tied": None}
         elif label == "tables.coup":
-            self.v.complete.coup(row["_key"], row["shoe_id"], row["seq"],
-                                 row["revision"])
             self.flush_if_new(row)
             row["_stakes"], row["_findings"] = [], []
             self.group.append(row)
@@ -774,6 +771,8 @@ class SessionWalk:
                     f"coup {self.group[-1]['_key']} (shoe {self.group[-1]['shoe_id']}"
                     f", seq {self.group[-1]['seq']}): revisions {revisions}, "
                     "expected 1 to n")
+            if len(self.group) > 1:
+                self.v.complete.settled(self.v, self.group)
             self.coup(self.group[-1])
         self.group = []
 
