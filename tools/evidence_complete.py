@@ -71,9 +71,14 @@ class Completeness:
                                     PRIMARY KEY (label, key)) WITHOUT ROWID;
             CREATE TABLE later (label TEXT, key TEXT,
                                 PRIMARY KEY (label, key)) WITHOUT ROWID;
+            CREATE TABLE outside (label TEXT, key TEXT,
+                                  PRIMARY KEY (label, key)) WITHOUT ROWID;
         """)
         self.pending: list[tuple[str, str]] = []
         self.recent: set[tuple[str, str]] = set()
+        self.early: set[tuple[str, str]] = set()
+        self.in_sessions = False
+        self.outside_keys: list[tuple[str, str]] = []
 
     def entry(self, label: str, key: str, raw) -> None:
         """One entry of a log row's `ledger`, as written (`raw`)."""
@@ -91,6 +96,18 @@ class Completeness:
         self.named.db.executemany(
             "INSERT OR IGNORE INTO updatable VALUES (?, ?)", self.pending)
         self.pending = []
+
+    def ledger_line(self, label: str, key: str) -> None:
+        """A row of ledger.jsonl, in order: those before its first session
+        (the tables, house rules and tableau versions, written long before
+        the period: each with a window of its own) are the only ones that
+        may have been written before the last window."""
+        if self.in_sessions:
+            return
+        if label == "tables.tablesession":
+            self.in_sessions = True
+            return
+        self.early.add((label, key))
 
     # .. outside.jsonl ..
     def outside(self, v, lines) -> None:
@@ -111,6 +128,9 @@ class Completeness:
                 continue
             v.bound(label, key, item["row"], item.get("id"))
             v.counts[f"outside: {label}"] += 1
+            self.outside_keys.append((label, key))
+            if len(self.outside_keys) >= 20000:
+                self._flush_outside()
             if label == "tables.coup":
                 self._not_the_periods(v, key, item["row"])
 
@@ -125,6 +145,11 @@ class Completeness:
             v.problems.add(f"coup {key}: played at table {rules['table_id']} on "
                            f"{day}, in the period, yet given in {PART} (not "
                            "re-settled)")
+
+    def _flush_outside(self) -> None:
+        self.named.db.executemany("INSERT OR IGNORE INTO outside VALUES (?, ?)",
+                                  self.outside_keys)
+        self.outside_keys = []
 
     # .. what is missing ..
     def missing(self) -> list[tuple]:
@@ -146,7 +171,34 @@ class Completeness:
                     WHERE u.label = l.label AND u.key = l.key)
              ORDER BY 1, 2""").fetchall()
 
+    def before_the_last_window(self, v) -> None:
+        """The period's sessions were all written within the last window (it
+        runs from the row that opened the first of them to the closing
+        anchor): a row of theirs last written before it means the log
+        between two windows was left out, and what it wrote with it (a
+        window may end at any signed anchor and another start after it)."""
+        windows = v.manifest.get("windows") or []
+        if not windows or not isinstance(windows[-1], dict):
+            return
+        self._flush_outside()
+        first = windows[-1].get("first")
+        early = self.early
+        found = self.named.db.execute("""
+            SELECT label, key, rid FROM named n
+             WHERE n.seen > 0 AND n.rid < ? AND NOT EXISTS (
+                   SELECT 1 FROM outside o WHERE o.label = n.label
+                                             AND o.key = n.key)
+             ORDER BY rid""", (first,)).fetchall()
+        for label, key, rid in (f for f in found if f[:2] not in early):
+            v.problems.add(
+                f"{label.split('.')[-1]} {key}: last written by log row {rid}, "
+                f"before the bundle's last window (from row {first}): the log "
+                "between its windows, and what it wrote, is not all there")
+            if len(v.problems) > 200:
+                break
+
     def leftovers(self, v) -> None:
+        self.before_the_last_window(v)
         for label, key, rid, why in self.missing():
             name = f"{label.split('.')[-1]} {key}"
             if why == "missing":

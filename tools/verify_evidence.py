@@ -574,6 +574,7 @@ class Verifier:
         session = None
         for item in self.lines("ledger.jsonl"):
             label, key, row = item["label"], item["key"], item["row"]
+            self.complete.ledger_line(label, key)
             self.bound(label, key, row, item.get("id"))
             full = self.full(label, row)
             full["_id"], full["_key"] = item.get("id"), key

@@ -59,10 +59,12 @@ def floor(db, croupier, pitboss, manager, table, signing_key):
     services.coup_correct(coup=first, user=pitboss2, reason="cards misread",
                           punter=NATURAL[0], banker=["9C", "QD"],
                           stakes=[stake(100)])
+    trail_anchor(reason="interval")  # beat's, before the decisions
     flags_sync()
     for flag in Flag.objects.filter(status="open").order_by("pk"):
         decider = pitboss2 if may_decide(flag, pitboss2) else pitboss
         flag_confirm(flag=flag, user=decider, reason="seen on the camera")
+    trail_anchor(reason="interval")  # and after them
     shoe.refresh_from_db()
     services.shoe_close(shoe=shoe, user=croupier,
                         cards_left=52 * shoe.decks - shoe.burned - 16)
@@ -151,6 +153,49 @@ def test_a_row_removed_is_named_whatever_its_kind(bundle, tmp_path, check, pick)
     for label, key in edit.gone:
         assert f"{label.split('.')[1]} {key}: written by log row" in out, out
     assert "missing from the bundle" in out
+
+
+def test_the_log_between_two_anchors_left_out_is_named(bundle, tmp_path, check):
+    """The decisions removed with the stretch of log that wrote them: the log
+    cut into two windows, each closed by a genuine signed anchor (beat's,
+    before and after the decisions), the second seeded with the link of the
+    row before it (public)."""
+    from casino.anchors import anchors_list
+    from casino.models import ChangeLog
+
+    before, after = sorted((a for a in anchors_list() if a.reason == "interval"),
+                           key=lambda a: a.row)
+    decisions = set(ChangeLog.objects.filter(
+        action="audit.flag.confirmed").values_list("id", flat=True))
+    assert before.row < min(decisions) and max(decisions) <= after.row
+    from audit.evidence.signed import _item
+
+    def edit(name, lines):
+        if name == "ledger.jsonl":
+            return [x for x in lines if x["label"] != "audit.flagevent"]
+        if name == "log.jsonl":
+            return [x for x in lines if not before.row < x["id"] <= after.row]
+        if name == "anchors.jsonl":
+            return [_item(before), *lines]
+        return None
+
+    forged = rewrite(bundle, tmp_path / "x.zip", edit)
+    with zipfile.ZipFile(forged) as z:
+        manifest = json.loads(z.read("manifest.json"))
+        parts = {n: z.read(n) for n in z.namelist()}
+    [window] = manifest["windows"]
+    manifest["windows"] = [
+        {**window, "last": before.row},
+        {"first": after.row + 1, "last": window["last"], "seed_row": after.row,
+         "seed": after.link}]
+    parts["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(forged, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+    code, out = check(forged)
+    assert code == 1
+    assert (f"before the bundle's last window (from row {after.row + 1}): the "
+            "log between its windows, and what it wrote, is not all there") in out
 
 
 def test_the_revision_settled_is_the_one_the_log_wrote_last(
