@@ -22,6 +22,14 @@ cannot be given at the windows' state: `outside.jsonl` names it with
 other row: a row written once (a coup, a stake, a decision, a count...)
 never changes, and the period's own rows are given whole.
 
+The windows themselves are the bundle's to state, and a window may end at
+any signed anchor: a forger could cut the log in two at beat's anchors and
+leave out the stretch between, with what it wrote. So every row of the
+period's sessions (all of ledger.jsonl after its first session) must have
+been last written within the last window, which the build starts at the row
+that opened the first of them; only the rows before it (tables, house rules,
+tableau versions) may come from windows of their own.
+
 The report belongs to the bundle: its signed stamp names the anchor that
 closes the bundle's last window (row, digest and public link), and the same
 period and tables as the manifest. A report stamped at another head (an
