@@ -412,3 +412,26 @@ def test_a_report_of_another_period_is_refused(day, tmp_path, check):
     assert (f"the report's stamp is for 'gaming days "
             f"{day - datetime.timedelta(days=1)} to {day}', the bundle for "
             f"'gaming days {day} to {day}'") in out, out
+
+
+def test_rows_written_long_before_come_in_windows_of_their_own(
+        table, manager, croupier, tmp_path, check):
+    """The table and its house rules, anchored, then other writes and another
+    anchor, then the period's session: two windows with the log between
+    them left out, as built; it verifies (the period's rows are all in the
+    last window)."""
+    trail_anchor(reason="interval")
+    services.table_create(user=manager, name="Elsewhere")
+    trail_anchor(reason="interval")
+    session = services.session_open(table=table, user=croupier)
+    shoe = services.shoe_open(session=session, user=croupier, burned=3)
+    services.banker_turn_open(session=session, user=croupier, seat=1,
+                              bank=Decimal("1000"))
+    coup = services.coup_record(shoe_id=shoe.pk, user=croupier, punter=NATURAL[0],
+                                banker=NATURAL[1], stakes=[stake(100)]).coup
+    path = tmp_path / "b.zip"
+    manifest = evidence_build(from_day=coup.gaming_day, to_day=coup.gaming_day,
+                              path=path)
+    assert len(manifest["windows"]) == 2
+    code, out = check(path)
+    assert code == 0, out
