@@ -9,6 +9,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 
+from casino.bounds import day_validator
 from tables import chemmy
 from tables.services import StakeInput
 
@@ -36,7 +37,8 @@ class QueueForm(forms.Form):
     side = forms.ChoiceField(required=False, choices=[
         ("", "any"), ("punter", "punter"), ("banker", "banker"), ("-", "-")])
     croupier = forms.IntegerField(required=False, min_value=1)
-    gaming_day = forms.DateField(required=False)
+    gaming_day = forms.DateField(required=False,
+                                 validators=[day_validator("gaming_day")])
     status = forms.ChoiceField(required=False, initial="open",
                                choices=[("", "any"), *Flag.Status.choices])
     severity = forms.ChoiceField(required=False, choices=[
@@ -155,6 +157,8 @@ class CroupierForm(forms.Form):
 
 
 class StatsForm(forms.Form):
-    day_from = forms.DateField(label=_("From"), required=False)
-    day_to = forms.DateField(label=_("To"), required=False)
+    day_from = forms.DateField(label=_("From"), required=False,
+                               validators=[day_validator("day_from")])
+    day_to = forms.DateField(label=_("To"), required=False,
+                             validators=[day_validator("day_to")])
     table = forms.IntegerField(required=False, min_value=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from casino.api import MAX_ID
+from casino.bounds import check_day
 from casino.errors import Invalid
 from tables.models import Table
 
@@ -30,6 +31,8 @@ def check_period(from_day, to_day, *, max_days: int = MAX_DAYS,
     """A period of gaming days, from_day to to_day included, at most max_days
     long; a bad one names its field (the surveillance's runs use it too)."""
     start, end = parse_day(from_day, "from_day"), parse_day(to_day, "to_day")
+    check_day("from_day", start)  # 2000 to a year ahead (casino/bounds.py)
+    check_day("to_day", end)
     if end < start:
         raise Invalid("to_day", "must be on or after from_day")
     if (end - start).days >= max_days:

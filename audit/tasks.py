@@ -7,6 +7,8 @@ from datetime import date
 
 from celery import shared_task
 
+from casino.celery import is_hour, message_refused
+
 from .services.ledger_flags import ledger_nightly
 from .surveillance.tasks import surveillance_run_task  # noqa: F401 (registers it)
 
@@ -17,8 +19,16 @@ TASK = {"acks_late": True, "reject_on_worker_lost": True}
 def verify_ledger_task(cutoff_hour: int | None = None,
                        day: str | None = None) -> dict:
     """The previous gaming day (or `day`, YYYY-MM-DD) re-settled from the
-    cards; each difference a critical flag, raised once."""
+    cards; each difference a critical flag, raised once. A forged message
+    can only ask for a check (audit/reports/tasks.py says how it is read)."""
+    try:
+        when = date.fromisoformat(day) if day is not None else None
+    except (TypeError, ValueError):
+        when = None
+        day = f"not a day: {str(day)[:40]!r}"
+    if not is_hour(cutoff_hour) or (day is not None and when is None):
+        return message_refused("audit.verify_ledger", f"{cutoff_hour!r}, {day!r}")
     summary = ledger_nightly(
-        day=date.fromisoformat(day) if day else None, cutoff_hour=cutoff_hour)
+        day=when, cutoff_hour=cutoff_hour)
     return {k: v.isoformat() if isinstance(v, date) else v
             for k, v in summary.items()}

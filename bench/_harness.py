@@ -53,10 +53,22 @@ def configure(url: str) -> dict[str, str]:
     }
     os.environ.update(env)
     os.environ.pop("REDIS_URL", None)  # Celery eager: nothing queued elsewhere
+    # The bench's database is the only one: not a migration owner's nor a
+    # replica's named for another database in the caller's environment.
+    os.environ.pop("MIGRATE_DATABASE_URL", None)
+    os.environ.pop("REPORTS_DATABASE_URL", None)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     return env
+
+
+def shown(path: Path) -> str:
+    """A path as printed: relative to the project when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def recreate_database(url: str) -> None:

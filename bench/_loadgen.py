@@ -16,7 +16,6 @@ import zlib
 from dataclasses import dataclass, field
 
 MAX_REQUESTS_PER_CLIENT = 100_000
-STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # x 10.00, as in tables.simulation
 
 
 class Conn:
@@ -101,14 +100,14 @@ async def _aux(conn, tally, start, stop, path, body):
 
 
 async def coup_client(conn, tally, start, stop, tag, table, seed):
-    from tables.chemmy import ALL_CODES, STANDARD_TABLEAU
-    from tables.simulation import SimulationReport, deal_coup
+    from _dealer import House
 
-    rng, report = random.Random(seed), SimulationReport()
+    # The tables of bench_http.py play the default house rules
+    # (_benchdb.open_table): nothing read in the window.
+    house, rng = House(), random.Random(seed)
     session, shoe, seat, fails = table["session"], table["shoe"], 1, 0
     staying = None  # the stakes a tie left on the table
-    cards = [c for c in ALL_CODES for _ in range(6)]
-    rng.shuffle(cards)
+    cards = house.new_shoe(rng)
     for k in range(MAX_REQUESTS_PER_CLIENT):
         if time.perf_counter() >= stop:
             break
@@ -127,17 +126,10 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
                 tally.error(f"shoe open {status}")
                 break
             shoe = json.loads(body)["id"]
-            cards = [c for c in ALL_CODES for _ in range(6)]
-            rng.shuffle(cards)
-            del cards[-burned:]
-        punter, banker = deal_coup(rng, cards, STANDARD_TABLEAU, 0.0, report)
-        others = [s for s in range(1, 10) if s != seat]
-        stakes = [
-            {"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
-            for s in rng.sample(others, k=rng.randint(1, 3))
-        ]
-        # house rule tie_rule "stay": a tie's stakes stay for the next coup
-        stakes = staying or stakes
+            cards = house.new_shoe(rng, burned)
+        punter, banker = house.deal(rng, cards)
+        # house rule tie "stay": a tie's stakes stay for the next coup
+        stakes = staying or house.stakes(rng, banker_seat=seat)
         t0 = time.perf_counter()
         status, body = await conn.post(
             f"/api/v1/shoes/{shoe}/coups/",
@@ -156,10 +148,7 @@ async def coup_client(conn, tally, start, stop, tag, table, seed):
         fails = 0
         tally.done_201 += 1
         answer = json.loads(body)
-        staying = None
-        if answer["outcome"] == "tie":
-            staying = [{"seat": s["seat"], "amount": s["amount"]}
-                       for s in answer["stakes"] if s["covered"] != "0.00"] or None
+        staying = house.stays(answer)
         if t0 >= start and t1 <= stop:
             tally.latencies.append(t1 - t0)
         nxt = answer["next_banker_seat"]
@@ -198,10 +187,6 @@ def _cpu_ticks(match) -> int:
 def run(cfg: dict) -> dict:
     """One measurement: cfg has kind, clients, port, token, warmup, duration,
     tables, tag, master (gunicorn's pid) and db (the database name)."""
-    if cfg["kind"] == "coup":
-        import django
-
-        django.setup()  # only to import tables.simulation.deal_coup
     master, db = cfg["master"], cfg["db"]
 
     def server(pid, ppid, cmd):

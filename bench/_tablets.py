@@ -1,9 +1,12 @@
-"""Simulated croupier tablets for bench/load.py and bench/faults.py.
+"""Simulated croupier tablets for bench/load.py, bench/faults.py and
+bench/bench_floor.py.
 
 A tablet is a thread with its own keep-alive HTTP/1.1 connection (http.client)
-and its own API token. It deals real coups from a shuffled shoe and records
-them with an Idempotency-Key, as the tablet app does, and behaves like a
-tablet on a flaky network:
+and its own API token. It deals real coups from the table's shuffled shoe and
+stakes them by the table's house rules (bench/_dealer.py: the decks, the
+tableau and prescribed choices, the minimum banco, a tie's stakes carried
+under tie "stay"), records them with an Idempotency-Key, as the tablet app
+does, and behaves like a tablet on a flaky network:
 
 - sometimes it re-sends a coup it already got a 201 for (a double tap, a
   retry queue replayed): the answer must be a 200 with the same coup id;
@@ -18,8 +21,11 @@ means nothing was written, so the tablet repairs the table (new shoe, new
 turn) and sends the same key again, possibly to the new shoe.
 
 Several tablets may share one table (the shared-table case): they share the
-table's state (current shoe and session ids) under a lock, as tablets at one
-table would share what the table shows.
+table's state (current shoe and session ids, the shoe's cards, what the
+latest coup left on the table) under a lock, as tablets at one table would
+share what the table shows. Two of them may post at once: a coup sent before
+its tablet heard of another's tie is refused (400, the tie's stakes stay on
+the table); nothing was written, and the tablet sends it again with them.
 
 Every loop is bounded (deadline and attempt caps) and stops by itself.
 """
@@ -33,21 +39,50 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-ALL_CODES = tuple(r + s for s in "SHDC" for r in "A23456789TJQK")
+from _dealer import House
+
 MAX_ATTEMPTS = 400  # per coup; with back-off this is far past any deadline
-STAKES = (10, 20, 20, 30, 50, 50, 100, 200)
+TIE_NEWS_WAIT = 10.0  # s: a refusal for a tie's stakes waits this long to learn it
 
 
 @dataclass
 class TableState:
-    """What the tablets at one table know about it: ids to post to."""
+    """What the tablets at one table know about it: ids to post to, its house
+    rules, the shoe as dealt (one shoe, whichever tablet deals from it) and
+    what the latest coup they heard of left on the table (tie "stay")."""
 
     table: int
     session: int
     shoe: int
+    house: House = field(default_factory=House)
+    burned: int = 5  # the first shoe's, as opened
     lock: threading.Lock = field(default_factory=threading.Lock)
     shoes_opened: int = 0
     turns_opened: int = 0
+    stays: list | None = None  # House.stays of the latest coup heard of
+    seen: tuple[int, int] = (0, 0)  # that coup's (shoe, seq)
+
+    def __post_init__(self) -> None:
+        self.news = threading.Condition(self.lock)
+        self.rng = random.Random(self.table)  # the table's shuffles
+        self.cards = self.house.new_shoe(self.rng, self.burned)
+
+    def learn(self, coup: dict) -> None:
+        """A coup the server acknowledged: if it is the latest heard of, what
+        it leaves on the table is what the next coup must carry."""
+        with self.news:
+            at = (coup["shoe"], coup["seq"])
+            if at > self.seen:
+                self.seen, self.stays = at, self.house.stays(coup)
+                self.news.notify_all()
+
+    def newer(self, seen: tuple[int, int], timeout: float):
+        """Wait until a coup later than `seen` is heard of; its (seen, stays),
+        or None after `timeout` seconds."""
+        with self.news:
+            if self.news.wait_for(lambda: self.seen > seen, timeout=timeout):
+                return self.seen, self.stays
+        return None
 
 
 @dataclass
@@ -70,6 +105,7 @@ class Tally:
     statuses: dict[int, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
+    ties: int = 0  # coups acknowledged as ties (tie "stay": stakes carried)
 
     def note(self, what: dict, key: str) -> None:
         what[key] = what.get(key, 0) + 1
@@ -132,34 +168,6 @@ class Tablet:
         return resp.status, parsed
 
 
-def deal(rng: random.Random, cards: list[str]) -> tuple[list[str], list[str]]:
-    """One coup from the end of the shoe, by the punter's rule and the standard
-    tableau (tables.simulation.deal_coup, without its Django imports)."""
-    from tables.chemmy import STANDARD_TABLEAU, Action, hand_total, point, punter_action
-
-    p = [cards.pop(), None]
-    b = [cards.pop(), None]
-    p[1], b[1] = cards.pop(), cards.pop()
-    pt, bt = hand_total(p), hand_total(b)
-    if pt >= 8 or bt >= 8:
-        return p, b
-    third = None
-    action = punter_action(pt)
-    if action == Action.DRAW or (action == Action.OPTIONAL and rng.random() < 0.5):
-        p.append(cards.pop())
-        third = point(p[2])
-    action = STANDARD_TABLEAU.banker_action(bt, third)
-    if action == Action.DRAW or (action == Action.OPTIONAL and rng.random() < 0.5):
-        b.append(cards.pop())
-    return p, b
-
-
-def new_deck(rng: random.Random, decks: int = 6) -> list[str]:
-    cards = [c for c in ALL_CODES for _ in range(decks)]
-    rng.shuffle(cards)
-    return cards
-
-
 @dataclass
 class Behaviour:
     replay_rate: float = 0.05  # re-send a 201'd coup
@@ -182,33 +190,44 @@ def run_tablet(
     """Record coups until `stop`; a coup in flight at `stop` is resolved (its
     fate learned) until `give_up`, then reported unresolved."""
     rng = random.Random(seed)
-    cards = new_deck(rng)
-    k, tied = 0, None
+    k = 0
     while time.monotonic() < stop and k < 1_000_000:
-        if len(cards) < 7:
-            cards = new_deck(rng)
-        punter, banker = deal(rng, cards)
-        stakes = tied or [
-            {"standing": f"p{i}", "amount": f"{rng.choice(STAKES)}.00"}
-            for i in range(rng.randint(1, 3))
-        ]
+        punter, banker = deal_next(tablet, table, tally, rng)
+        fresh = table.house.stakes(rng)
+        with table.lock:
+            seen, stays = table.seen, table.stays
         key = f"{tag}-{k}"
         k += 1
-        body = {"punter": punter, "banker": banker, "stakes": stakes}
-        data = record_one(tablet, table, tally, rng, key, body, give_up, behaviour)
-        # house rule tie "stay" (the default): the tied stakes are placed
-        # again as they were in the next coup (docs/rules.md)
-        tied = stakes if data is not None and data["outcome"] == "tie" else None
+        # house rule tie "stay": what the last tie left on the table is this
+        # coup's stakes (House.stays); otherwise fresh ones
+        body = {"punter": punter, "banker": banker, "stakes": stays or fresh}
+        record_one(tablet, table, tally, rng, key, body, give_up, behaviour,
+                   fresh=fresh, seen=seen)
 
 
-def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
+def deal_next(tablet, table, tally, rng) -> tuple[list, list]:
+    """The next coup's cards from the table's shoe, by the house rules; at
+    the cut card one tablet closes the shoe and opens the next."""
+    with table.lock:
+        if len(table.cards) < 7:
+            _replace_shoe(tablet, table, tally)
+        return table.house.deal(rng, table.cards)
+
+
+def record_one(tablet, table, tally, rng, key, body, give_up, behaviour, *,
+               fresh=None, seen=None):
     """Send one coup until the server has answered for it (201 or 200), or it
     is refused for good, or `give_up` passes. Returns the coup the server
-    acknowledged (its JSON), else None."""
+    acknowledged (its JSON), else None.
+
+    `seen` (the table's latest coup when the body was made) and `fresh` (its
+    stakes without a tie's): a refusal for a tie's stakes is another tablet's
+    tie this one had not heard of yet. It waits to hear of it and sends the
+    coup again with what stays (nothing was written: the same key)."""
     with table.lock:
         shoe = table.shoe
     wait = rng.uniform(0.001, 0.015) if rng.random() < behaviour.timeout_rate else None
-    timed_out = False
+    timed_out, tried = False, []
     pause = behaviour.backoff
     for _attempt in range(MAX_ATTEMPTS):
         if time.monotonic() > give_up:
@@ -237,31 +256,31 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
         tally.request_ids.append(rid)
         tally.note(tally.statuses, status)
         if status in (200, 201):
-            coup = data["id"]
-            if key in tally.acked and tally.acked[key] != coup:
-                tally.errors.append(f"{key}: coup {tally.acked[key]} then {coup}")
-            if status == 201:
-                # After a timeout a 201 is fine (the first request had not
-                # committed); after an acknowledgement it would be a double.
-                tally.created += 1
-                if key in tally.acked:
-                    tally.errors.append(f"{key}: a retry created a second coup")
-            elif timed_out:
-                tally.timeouts_committed += 1
-            tally.acked[key] = coup
-            tally.ack_times.append(time.monotonic())
-            after_coup(tablet, table, data, tally)
+            _acked(tablet, table, tally, key, status, data, timed_out)
             if status == 201 and rng.random() < behaviour.replay_rate:
-                replay(tablet, tally, shoe, key, body, coup)
+                replay(tablet, tally, shoe, key, body, data["id"])
             return data
         if status in (429, 500, 502, 503, 504):
             tally.unknown_fate += 1
             time.sleep(pause)
             pause = min(pause * 2, behaviour.backoff_cap)
             continue
+        if status == 400 and seen is not None and _stays_refused(data):
+            tally.note(tally.conflicts, "tie stakes")
+            news = table.newer(seen, TIE_NEWS_WAIT)
+            if news is not None:
+                seen, stays = news
+                tried.append(body)
+                body = {**body, "stakes": stays or fresh}
+                continue
         if status == 409 and data:
             what = next((k for k in data if k not in ("detail", "code")), "?")
             tally.note(tally.conflicts, what)
+            if what == "Idempotency-Key" and tried:
+                # A body sent before the tie was heard of committed after all
+                # (a retry overtook it): ask for that one (200, its coup).
+                body = tried.pop()
+                continue
             if what == "shoe":  # full or closed: nothing was written
                 shoe = repair_shoe(tablet, table, shoe, tally)
                 continue
@@ -273,6 +292,34 @@ def record_one(tablet, table, tally, rng, key, body, give_up, behaviour):
         return None
     tally.unresolved.append(key)
     return None
+
+
+def _stays_refused(data) -> bool:
+    """A 400 saying a tie's stake stays on the table (tables/services/ledger.py
+    tied_stakes_check)."""
+    return "stays on the table after the tie" in json.dumps(data)
+
+
+def _acked(tablet, table, tally, key, status, data, timed_out) -> None:
+    """The server answered for `key`: note it, and what it changes at the
+    table (a tie's stakes, a lost bank)."""
+    coup = data["id"]
+    if key in tally.acked and tally.acked[key] != coup:
+        tally.errors.append(f"{key}: coup {tally.acked[key]} then {coup}")
+    if status == 201:
+        # After a timeout a 201 is fine (the first request had not
+        # committed); after an acknowledgement it would be a double.
+        tally.created += 1
+        if key in tally.acked:
+            tally.errors.append(f"{key}: a retry created a second coup")
+    elif timed_out:
+        tally.timeouts_committed += 1
+    if data["outcome"] == "tie":
+        tally.ties += 1
+    tally.acked[key] = coup
+    tally.ack_times.append(time.monotonic())
+    table.learn(data)
+    after_coup(tablet, table, data, tally)
 
 
 def replay(tablet, tally, shoe, key, body, coup) -> None:
@@ -306,7 +353,7 @@ def after_coup(tablet, table, coup: dict, tally) -> None:
 
 def ensure_turn(tablet, table, tally, seat: int | None = None) -> None:
     """Open a banker turn unless one is open (a 409 says another tablet did)."""
-    body = {"seat": seat or 1, "bank": "100.00"}
+    body = {"seat": seat or 1, "bank": table.house.opening_bank}
     for _ in range(50):
         try:
             status, _data = tablet.request(
@@ -330,22 +377,30 @@ def repair_shoe(tablet, table, shoe: int, tally) -> int:
     with table.lock:
         if table.shoe != shoe:
             return table.shoe  # someone already moved the table on
-        for _ in range(50):
-            try:
-                tablet.request("POST", f"/api/v1/shoes/{shoe}/close/", {})
-                status, data = tablet.request(
-                    "POST", f"/api/v1/sessions/{table.session}/shoes/", {"burned": 5}
-                )
-            except (OSError, http.client.HTTPException):
-                time.sleep(0.05)
-                continue
-            if status == 201:
-                table.shoe = data["id"]
-                table.shoes_opened += 1
-                return table.shoe
+        return _replace_shoe(tablet, table, tally)
+
+
+def _replace_shoe(tablet, table, tally) -> int:
+    """Close the table's shoe, open the next (table.lock held): its cards
+    are the house's decks, shuffled, 5 burned."""
+    for _ in range(50):
+        try:
+            tablet.request("POST", f"/api/v1/shoes/{table.shoe}/close/", {})
+            status, data = tablet.request(
+                "POST", f"/api/v1/sessions/{table.session}/shoes/", {"burned": 5}
+            )
+        except (OSError, http.client.HTTPException):
             time.sleep(0.05)
-        tally.errors.append(f"could not open a new shoe at table {table.table}")
-        return table.shoe
+            continue
+        if status == 201:
+            table.shoe = data["id"]
+            table.shoes_opened += 1
+            table.cards = table.house.new_shoe(table.rng, 5)
+            return table.shoe
+        time.sleep(0.05)
+    tally.errors.append(f"could not open a new shoe at table {table.table}")
+    table.cards = table.house.new_shoe(table.rng, 5)  # dealt to a refusal
+    return table.shoe
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -353,3 +408,16 @@ def percentile(values: list[float], p: float) -> float:
         return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def table_at(port: int, token: str, ids: tuple[int, int, int], *,
+             burned: int = 5) -> TableState:
+    """The state of a table just opened (table, session, shoe ids; its shoe
+    opened with `burned` cards burned), its house rules read over the API as
+    its croupier's tablet reads them."""
+    tablet = Tablet(port, token, "setup")
+    try:
+        house = House.read(lambda m, p: tablet.request(m, p), ids[0])
+    finally:
+        tablet.close()
+    return TableState(*ids, house=house, burned=burned)

@@ -96,7 +96,6 @@ COUP_EVERY, BOSS_EVERY, POLL_EVERY = 30.0, 5.0, 1.0
 JITTER = 2.0  # seconds either side of a table's slot
 RESOLVE = 20.0  # a coup in flight at the end: its fate learned within this
 REPORT_WAIT = 180.0  # the report polled at most this long after the window
-STAKE_STEPS = (1, 2, 2, 3, 5, 5, 10, 20)  # x 10.00, as in tables.simulation
 KINDS = ("coup", "floor", "queue", "shoe", "report_request", "report_poll")
 # gunicorn logs every request as production does (INFO, one JSON object a
 # line: casino/logs.py), its time in Django included: a coup's time at the
@@ -177,7 +176,6 @@ class LiveTable:
     shoe: int
     seat: int = 1
     k: int = 0
-    tied: list | None = None  # the stakes a tie left on the table
     busy: threading.Lock = field(default_factory=threading.Lock)
     tally: _tablets.Tally = field(default_factory=_tablets.Tally)
 
@@ -208,12 +206,6 @@ def open_floor(args, first_table: int, croupiers, boss) -> list[dict]:
         out.append({"table": table.pk, "session": session.pk, "shoe": shoe.pk,
                     "burned": burned, "token": token})
     return out
-
-
-def fresh_shoe(rng: random.Random, burned: int) -> list[str]:
-    cards = _tablets.new_deck(rng)
-    del cards[-burned:]  # burned from the top (cards are dealt from the end)
-    return cards
 
 
 # -- HTTP clients -------------------------------------------------------------
@@ -308,8 +300,9 @@ def play_coup(t: LiveTable, rec: Record, due: float, give_up: float, behaviour):
     with t.busy:  # a table deals one coup at a time
         rec.lag.append(time.monotonic() - due)
         rng, tablet = t.rng, t.tablet
+        house = t.state.house
         if t.state.shoe != t.shoe:  # the tablets' repair opened a new shoe
-            t.shoe, t.cards = t.state.shoe, fresh_shoe(rng, 5)
+            t.shoe, t.cards = t.state.shoe, house.new_shoe(rng, 5)
         if len(t.cards) < 7:  # the cut card: count what is left, next shoe
             left, burned = len(t.cards), rng.randint(1, 10)
             status, _ = timed(rec, "shoe", tablet.request, "POST",
@@ -322,22 +315,20 @@ def play_coup(t: LiveTable, rec: Record, due: float, give_up: float, behaviour):
             with t.state.lock:
                 t.state.shoe = t.shoe = data["id"]
                 t.state.shoes_opened += 1
-            t.cards = fresh_shoe(rng, burned)
-        punter, banker = _tablets.deal(rng, t.cards)
-        others = [s for s in range(1, 10) if s != t.seat]
-        stakes = t.tied or [
-            {"seat": s, "amount": f"{10 * rng.choice(STAKE_STEPS)}.00"}
-            for s in rng.sample(others, k=rng.randint(1, 3))]
+            t.cards = house.new_shoe(rng, burned)
+        # by the table's house rules (bench/_dealer.py): a tie's stakes stay
+        # on the table for the next coup under tie "stay"
+        punter, banker = house.deal(rng, t.cards)
+        fresh = house.stakes(rng, banker_seat=t.seat)
+        with t.state.lock:
+            seen, stays = t.state.seen, t.state.stays
         key = f"floor-{t.index}-{t.k}"
         t.k += 1
-        body = {"punter": punter, "banker": banker, "stakes": stakes}
+        body = {"punter": punter, "banker": banker, "stakes": stays or fresh}
         data = _tablets.record_one(tablet, t.state, t.tally, rng, key, body,
-                                   give_up, behaviour)
+                                   give_up, behaviour, fresh=fresh, seen=seen)
         if data is not None:  # the bank lost, the next seat holds it now
             t.seat = data.get("next_banker_seat") or data["banker_seat"]
-            # house rule tie "stay" (the default): the tied stakes are placed
-            # again as they were in the next coup (docs/rules.md)
-            t.tied = stakes if data["outcome"] == "tie" else None
 
 
 def run_tables(tables, rec, port, start, stop, behaviour, pool_size) -> None:
@@ -456,7 +447,7 @@ def pick_port() -> int:
 
 
 # What a run writes to Redis: Celery's queue, its bindings, unacked and
-# results; Django's cache (the floor's shared copies, throttles, roles) under
+# results; Django's cache (the floor's shared copies, throttles) under
 # its ":1:" prefix; the workers' heartbeats.
 RUN_KEYS = ("celery*", "_kombu*", "unacked*", ":1:*", "casino:*")
 
@@ -733,12 +724,16 @@ def run(args, url: str, before: dict) -> None:
         behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
                                        timeout_rate=args.timeout_rate)
         tables = []
-        for i, o in enumerate(opened):
+        with ThreadPoolExecutor(args.workers * args.threads) as pool:
+            # each tablet reads its table's house rules, as a croupier's does
+            states = list(pool.map(lambda o: _tablets.table_at(
+                port, o["token"], (o["table"], o["session"], o["shoe"]),
+                burned=o["burned"]), opened))
+        for i, (o, state) in enumerate(zip(opened, states, strict=True)):
             rng = random.Random(zlib.crc32(f"floor-{i}".encode()))
-            state = _tablets.TableState(o["table"], o["session"], o["shoe"])
             tablet = _tablets.Tablet(port, o["token"], f"floor-{i}", timeout=60)
-            tables.append(LiveTable(i, state, tablet, rng, fresh_shoe(rng, o["burned"]),
-                                    o["shoe"]))
+            tables.append(LiveTable(i, state, tablet, rng,
+                                    state.house.new_shoe(rng, o["burned"]), o["shoe"]))
         warm(tables, args.workers * args.threads, behaviour)
         browsers = []
         for i in range(args.bosses):  # signed in before the window

@@ -3,11 +3,13 @@ posting to the same shoe at the same instant. Run from the project root (or
 `make faults FAULTS_ARGS="..."`):
 
     .venv/bin/python bench/faults.py [--tablets 6] [--duration 12]
-        [--rounds 30] [--port 5439]
+        [--rounds 30] [--port 5439] [--out var/reliability/faults.json]
 
 It starts a throwaway PostgreSQL cluster of its own (initdb in a temporary
-directory, port 5439 on 127.0.0.1; never the shared server on 5432), a
-database `fault_casino` in it, and gunicorn pointed at it. Then:
+directory, port 5439 on 127.0.0.1, --port 0 for any free one; never the
+shared server on 5432), a database `fault_casino` in it, and gunicorn
+pointed at it. The tablets play by the table's house rules
+(bench/_tablets.py, bench/_dealer.py). Then:
 
 1. PostgreSQL restarted during recording. N tablets (threads, keep-alive
    http.client; half at one shared table) record coups for --duration
@@ -28,8 +30,8 @@ database `fault_casino` in it, and gunicorn pointed at it. Then:
 Afterwards bench/_harness.verify checks the database (every coup once,
 unbroken sequences, every banker turn's carry-forward chain re-computes,
 rollups equal their recomputation). The cluster is stopped and removed at
-the end, also on error. Writes var/reliability/faults.json; exit status 1 on
-any failure.
+the end, also on error. Writes var/reliability/faults.json (--out); exit
+status 1 on any failure (a coup a tablet could not record included).
 """
 
 from __future__ import annotations
@@ -56,12 +58,12 @@ def restart_scenario(args, port, users, cluster, events) -> dict:
     shared_n = max(2, n // 2)
     # A short first shoe: replaced mid-run, while the database comes and goes.
     shared = _harness.open_table("Fault shared", users[0][0], burned=240)
-    shared = _tablets.TableState(*shared)
+    shared = _tablets.table_at(port, users[0][1], shared, burned=240)
     tables = [shared] * shared_n
     tokens = [users[0][1]] * shared_n
     for i in range(shared_n, n):
         ids = _harness.open_table(f"Fault #{i}", users[i][0])
-        tables.append(_tablets.TableState(*ids))
+        tables.append(_tablets.table_at(port, users[i][1], ids))
         tokens.append(users[i][1])
     from django.db import connections
 
@@ -129,16 +131,20 @@ def restart_scenario(args, port, users, cluster, events) -> dict:
         "timeouts": sum(t.timeouts for t in tallies),
         "retries_found_coup_committed": sum(t.timeouts_committed for t in tallies),
         "shoes_replaced": sum({id(t): t.shoes_opened for t in tables}.values()),
+        "ties": sum(t.ties for t in tallies),
         "replays_ok": f"{sum(t.replays_ok for t in tallies)}"
         f"/{sum(t.replays_asked for t in tallies)}",
     }
 
 
 def race_scenario(args, port, users) -> dict:
-    """Two tablets, one shoe, one instant: with expected_seq, then without."""
+    """Two tablets, one shoe, one instant: with expected_seq, then without.
+    Both coups of a race carry the same stakes (what the last coup left on
+    the table under tie "stay", else one fresh stake), so that whichever
+    lands second carries what the first left if it tied."""
     user, token = users[0]
-    table_id, session, shoe = _harness.open_table("Race", user)
-    state = _tablets.TableState(table_id, session, shoe)
+    state = _tablets.table_at(port, token, _harness.open_table("Race", user))
+    house, shoe = state.house, state.shoe
     from django.db import connections
 
     connections.close_all()
@@ -150,17 +156,16 @@ def race_scenario(args, port, users) -> dict:
     import random
 
     rng = random.Random(7)
-    cards = _tablets.new_deck(rng)
     for r in range(args.rounds):
         for with_seq in (True, False):
-            if len(cards) < 14:
-                cards = _tablets.new_deck(rng)
+            if len(state.cards) < 14:
                 shoe = new_shoe(tablets[0], shoe)
+                state.cards = house.new_shoe(rng, 5)
+            stakes = state.stays or house.stakes(rng, most=1)
             bodies = []
             for _ in range(2):
-                punter, banker = _tablets.deal(rng, cards)
-                bodies.append({"punter": punter, "banker": banker,
-                               "stakes": [{"standing": "p", "amount": "20.00"}]})
+                punter, banker = house.deal(rng, state.cards)
+                bodies.append({"punter": punter, "banker": banker, "stakes": stakes})
             status, data = tablets[0].request("GET", f"/api/v1/shoes/{shoe}/")
             if status != 200:
                 out["problems"].append(f"GET shoe: {status}")
@@ -222,6 +227,7 @@ def judge(out, tablets, shoe, bodies, keys, answers, with_seq, acked, seq, state
         return
     win = min(wins, key=lambda i: answers[i][1]["seq"])
     acked[keys[win]] = answers[win][1]["id"]
+    state.learn(answers[win][1])
     if answers[win][1]["seq"] != seq:
         out["problems"].append(f"winner got seq {answers[win][1]['seq']}, not {seq}")
     lose = 1 - win
@@ -249,6 +255,7 @@ def judge(out, tablets, shoe, bodies, keys, answers, with_seq, acked, seq, state
         )  # fmt: skip
     if status == 201 and data["seq"] == seq + 1:
         acked[keys[lose]] = data["id"]
+        state.learn(data)
         done = "loser_succeeded_on_retry" if with_seq else "both_recorded_without_seq"
         out[done] += 1
     else:
@@ -260,16 +267,23 @@ def main() -> None:
     parser.add_argument("--tablets", type=int, default=6)
     parser.add_argument("--duration", type=float, default=12.0)
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--port", type=int, default=5439)
+    parser.add_argument("--port", type=int, default=5439,
+                        help="the throwaway cluster's (0: any free port)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--out", type=Path, default=_harness.OUT_DIR / "faults.json",
+        help="the figures (JSON); gunicorn's log beside it",
+    )  # fmt: skip
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     if not 2 <= args.tablets <= 32 or not 4 <= args.duration <= 60:
         sys.exit("--tablets in 2..32, --duration in [4, 60] s")
     if args.port == 5432:
         sys.exit("5432 is the shared server: never restarted here")
     if not (PGBIN / "initdb").exists():
         sys.exit(f"{PGBIN}/initdb not found (set PGBIN)")
+    args.port = args.port or _harness.free_port()
 
     # `timeout` or Ctrl-C: still stop gunicorn and remove the cluster.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
@@ -285,7 +299,7 @@ def main() -> None:
         port = _harness.free_port()
         proc = _harness.start_gunicorn(
             port, workers=args.workers, threads=args.threads,
-            log=_harness.OUT_DIR / "faults-gunicorn.log",
+            log=args.out.with_name(f"{args.out.stem}-gunicorn.log"),
         )  # fmt: skip
         print(f"gunicorn on 127.0.0.1:{port} (pid {proc.pid})", flush=True)
         print(f"1. PostgreSQL restarted during recording ({args.duration:.0f} s)...")
@@ -317,7 +331,8 @@ def report(args, events, restart, racing, result) -> None:
         f"{restart['error_answers_retried']} 5xx/429 answers retried with the "
         f"same key; {restart['retries_found_coup_committed']} retries found "
         f"their coup already committed; replays {restart['replays_ok']}; "
-        f"{restart['shoes_replaced']} full shoes replaced"
+        f"{restart['shoes_replaced']} shoes replaced; {restart['ties']} ties, "
+        "their stakes carried"
     )
     for e in restart["errors"][:10]:
         print("  !", e)
@@ -339,7 +354,7 @@ def report(args, events, restart, racing, result) -> None:
     )
     for p in result["problems"][:20]:
         print("  !", p)
-    out = _harness.OUT_DIR / "faults.json"
+    out = args.out
     out.write_text(
         json.dumps(
             {"command": "bench/faults.py " + " ".join(sys.argv[1:]),
@@ -349,7 +364,7 @@ def report(args, events, restart, racing, result) -> None:
         )
         + "\n"
     )  # fmt: skip
-    print(f"written: {out.relative_to(_harness.ROOT)}")
+    print(f"written: {_harness.shown(out)}")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,16 @@ Run from the project root (or `make load LOAD_ARGS="..."`):
     .venv/bin/python bench/load.py [--clients 8,32,64] [--duration 6]
         [--shared 0.25] [--replay-rate 0.05] [--timeout-rate 0.05]
         [--workers 3] [--threads 4] [--database-url postgres://.../load_casino]
+        [--out var/reliability/load.json]
 
 A fresh PostgreSQL database (default load_casino on 127.0.0.1:5432, dropped
 and re-created, migrated), gunicorn on a free loopback port, and for each
 client count N: N tablets (threads, keep-alive http.client, one token each),
 a quarter of them (--shared) at ONE shared table, the others each at a table
-of its own. Tablets deal real coups and post them with an Idempotency-Key;
+of its own. Tablets read their table's house rules, deal real coups and
+stake them by those rules (bench/_dealer.py: a tie's stakes stay on the
+table for the next coup under the default tie rule), and post them with an
+Idempotency-Key;
 they re-send some coups they got a 201 for, give up waiting on others after
 a few milliseconds and retry them (the first request often committed), and
 retry anything answered with a transport error or a 5xx. Each level runs for
@@ -24,7 +28,8 @@ on every shoe run 1..n, every banker turn's carry-forward chain re-computes
 from its coups, and the daily rollups equal a recomputation.
 
 Prints a table (coups/s, p50/p99 of the coup POST) and writes
-var/reliability/load.json. Exit status 1 if any check fails.
+var/reliability/load.json (--out). Exit status 1 if any check fails: the
+verification, or any coup a tablet could not record (a refusal included).
 """
 
 from __future__ import annotations
@@ -58,12 +63,13 @@ def run_level(n: int, port: int, users: list, args) -> tuple[dict, list]:
         shared_user, shared_token = users[0]
         # A short first shoe: the tablets must replace it mid-run, together.
         shared = _harness.open_table(f"Load N{n} shared", shared_user, burned=240)
-        tables += [_tablets.TableState(*shared)] * shared_n
+        state = _tablets.table_at(port, shared_token, shared, burned=240)
+        tables += [state] * shared_n
         tokens += [shared_token] * shared_n
     for i in range(shared_n, n):
         user, token = users[i]
         ids = _harness.open_table(f"Load N{n} #{i}", user)
-        tables.append(_tablets.TableState(*ids))
+        tables.append(_tablets.table_at(port, token, ids))
         tokens.append(token)
     from django.db import connection
 
@@ -128,6 +134,7 @@ def summary(tallies) -> dict:
         "replays_ok": total("replays_ok"),
         "timeouts": total("timeouts"),
         "timeouts_committed": total("timeouts_committed"),
+        "ties": total("ties"),
         "unknown_fate_retries": total("unknown_fate"),
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "conflicts": conflicts,
@@ -148,7 +155,12 @@ def main() -> None:
         "--database-url", default=os.environ.get("LOAD_DATABASE_URL", DEFAULT_URL)
     )
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument(
+        "--out", type=Path, default=_harness.OUT_DIR / "load.json",
+        help="the figures (JSON); gunicorn's log beside it",
+    )  # fmt: skip
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     clients = [int(c) for c in args.clients.split(",")]
     if not 0 < args.duration <= 60 or not all(0 < c <= 128 for c in clients):
         sys.exit("--duration must be in (0, 60] s, clients in 1..128")
@@ -162,7 +174,7 @@ def main() -> None:
     port = _harness.free_port()
     proc = _harness.start_gunicorn(
         port, workers=args.workers, threads=args.threads,
-        log=_harness.OUT_DIR / "load-gunicorn.log",
+        log=args.out.with_name(f"{args.out.stem}-gunicorn.log"),
     )  # fmt: skip
     print(
         f"gunicorn gthread -w {args.workers} --threads {args.threads} on "
@@ -196,7 +208,8 @@ def main() -> None:
 def report(args, rows, result, errors, env) -> None:
     print(
         f"\n{'N':>3} {'shared':>6} {'coups/s':>8} {'(shared)':>8} {'p50 ms':>7} "
-        f"{'p99 ms':>7} {'replays':>9} {'timeouts':>9} {'shoes':>5} statuses"
+        f"{'p99 ms':>7} {'replays':>9} {'timeouts':>9} {'shoes':>5} {'ties':>4} "
+        "statuses"
     )
     for r in rows:
         print(
@@ -205,12 +218,14 @@ def report(args, rows, result, errors, env) -> None:
             f"{r['p50_ms']:7.1f} {r['p99_ms']:7.1f} "
             f"{r['replays_ok']:4d}/{r['replays_asked']:<4d} "
             f"{r['timeouts_committed']:4d}/{r['timeouts']:<4d} "
-            f"{r['shoes_replaced']:5d} {r['statuses']}"
+            f"{r['shoes_replaced']:5d} {r['ties']:4d} {r['statuses']}"
         )
     print(
         "replays: re-sent after a 201 -> answered 200 with the same coup; "
         "timeouts: gave up waiting -> the retry found the coup already committed;\n"
-        "shoes: shoes the tablets closed and replaced when full (409 shoe)"
+        "shoes: shoes the tablets closed and replaced (at the cut card, or "
+        "409 shoe);\nties: coups tied, their stakes carried to the next coup "
+        "(house rule tie stay)"
     )
     print(
         f"verify: {result['acknowledged']} coups acknowledged, {result['coups']} "
@@ -223,7 +238,7 @@ def report(args, rows, result, errors, env) -> None:
     )
     for p in result["problems"][:20] + errors[:20]:
         print("  ", p)
-    out = _harness.OUT_DIR / "load.json"
+    out = args.out
     out.write_text(
         json.dumps(
             {
@@ -241,7 +256,7 @@ def report(args, rows, result, errors, env) -> None:
         )
         + "\n"
     )
-    print(f"written: {out.relative_to(_harness.ROOT)}")
+    print(f"written: {_harness.shown(out)}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from django.db.models.signals import (
 from .changelog import log_action
 from .continuity import _at_top, alarm, deleted, seal_check
 from .errors import RecordChanged
-from .trail import ledger_digest
+from .trail import chain_head, ledger_digest
 
 TRACKED = ("username", "first_name", "last_name", "email", "is_active", "is_staff",
            "is_superuser")
@@ -79,10 +79,32 @@ def _checked_db_row(sender, instance):
     return row
 
 
+def _chain_first(instance) -> None:
+    """A bound row saved outside a transaction (Django's password-change
+    page, the tablet's preferences, a shell): Django commits the row before
+    its post_save writes the trail row. Under a held chain the trail row then
+    fails (503 "nothing was written") over a row already written, which
+    verify_trail would name as changed behind the app's back. So such a save
+    that will be logged waits for the chain first, as its trail row would: a
+    held chain refuses it before anything is written. (A save inside
+    transaction.atomic() needs none of this: the row and its trail row commit
+    together. Taking the lock outside a transaction releases it at once;
+    only a hold taken in the instant between this and the trail row is
+    left.)"""
+    connection = transaction.get_connection()
+    if connection.in_atomic_block or connection.vendor != "postgresql":
+        return
+    before = instance.__dict__.get("_trail_before")
+    if before is not None and ledger_digest(instance) == before:
+        return  # only bookkeeping (a sign-in's last_login): no trail row
+    chain_head(connection)
+
+
 def _before(sender, instance, update_fields=None, **kwargs):
     row = _checked_db_row(sender, instance)
     instance.__dict__["_trail_before"] = (
         row.__dict__["_trail_before"] if row is not None else None)
+    _chain_first(instance)
     instance._trail_old = None if row is None else {
         **_snapshot(row), "password": row.password}
 
@@ -120,6 +142,7 @@ def _bound_before(sender, instance, **kwargs):
     row = _checked_db_row(sender, instance)
     instance.__dict__["_trail_before"] = (
         row.__dict__["_trail_before"] if row is not None else None)
+    _chain_first(instance)
 
 
 def _bound_after(sender, instance, created, **kwargs):

@@ -15,12 +15,3 @@ class CasinoConfig(AppConfig):
         from .chain_check import chain_checked
 
         chain_check_register(chain_checked)
-
-        from django.contrib.auth.models import User
-        from django.db.models.signals import m2m_changed
-
-        from .roles import forget_roles
-
-        m2m_changed.connect(
-            forget_roles, sender=User.groups.through, dispatch_uid="casino.forget_roles"
-        )

@@ -1,5 +1,6 @@
 """The Celery app. Broker and eager mode come from settings (REDIS_URL)."""
 
+import logging
 import os
 
 from celery import Celery
@@ -109,3 +110,29 @@ def publish(signature) -> str:
             ignore_result=True,
         )
     return result.id
+
+
+# -- what a message may ask ------------------------------------------------------
+# A message on the broker is not authority: whoever can write Redis can put one
+# there, with any registered task's name and any arguments (Celery's own
+# canvas tasks only call registered tasks in turn). So each task takes ids and
+# re-reads what to do from rows the trail seals (a report job), or takes
+# arguments from a fixed set (an anchor's reason, a report's format, a cut-off
+# hour); anything else is refused here, logged, and does nothing.
+log = logging.getLogger("casino.tasks")
+
+
+def message_refused(task: str, why: str) -> dict:
+    """Log a message that asks for what no sender of ours sends (a forged or
+    malformed one) and say what was refused; the task then does nothing."""
+    log.warning("task %s refused: %s (a message forged on the broker?)", task,
+                why[:300])
+    return {"refused": why[:300]}
+
+
+def is_id(value) -> bool:
+    return type(value) is int and 0 < value < 2**63
+
+
+def is_hour(value) -> bool:
+    return value is None or (type(value) is int and 0 <= value <= 23)

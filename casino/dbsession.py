@@ -17,6 +17,20 @@ app wait for ever on a lock he holds. Two sets, by process:
 manage.py marks its process (`CASINO_PROCESS`); a Celery worker or beat
 switches itself at start (`use`, from casino/celery.py).
 
+**Session settings.** A role or database setting (`ALTER ROLE casino_app
+SET default_transaction_read_only = on`, `... SET search_path = nowhere`, an
+isolation level, a DateStyle psycopg cannot read) would change what every
+new connection of the app does, and nothing would name the cause. So every
+setting whose value the app relies on (`SESSION`) is sent at connect too,
+with the limits; the URL's own options come after them (the operator's,
+from the environment) and the limits last. What cannot be sent is named:
+`/health/details/` ("role_settings", `role_settings_problems`) lists every
+setting pg_db_role_setting holds for the runtime role and database that
+differs from what the app expects, saying whether the app overrides it, and
+checks the session's own values (`session_replication_role`, which only a
+superuser may set, and would switch every trigger off, cannot be sent by a
+role that is not one).
+
 **The chain held.** Every writer of the change log takes one PostgreSQL
 advisory lock (`casino_chain_head`, migration casino 0009). The runtime role
 may take the same lock in a session of its own and keep it. A write then
@@ -37,6 +51,26 @@ log = logging.getLogger("casino.chain")
 
 KINDS = ("web", "worker")
 _LIMITS = re.compile(r"\s*-c\s*(statement_timeout|lock_timeout)=\S+")
+# What every session of the app runs under, whatever the role or the
+# database carries: the settings that change what a statement does or how
+# its answer is read (PostgreSQL's "Client Connection Defaults" and the
+# literal and output formats psycopg and the digests rely on).
+SESSION: dict[str, str] = {
+    "default_transaction_read_only": "off",  # else every write fails
+    # the chain's and the seals' functions read a fresh snapshot after a
+    # lock (migrations casino 0009, 0010): READ COMMITTED only
+    "default_transaction_isolation": "read committed",
+    "default_transaction_deferrable": "off",
+    "search_path": "public",  # the app's tables and functions, nothing before
+    "row_security": "on",
+    "standard_conforming_strings": "on",  # how a quoted literal is read
+    "DateStyle": "ISO, MDY",  # what psycopg parses
+    "IntervalStyle": "postgres",
+    "TimeZone": "UTC",  # Django's, without its SET at every connect
+    "extra_float_digits": "1",  # floats exactly (digests of FloatFields)
+    "bytea_output": "hex",
+    "idle_in_transaction_session_timeout": "0",
+}
 # Where PostgreSQL says a statement was cancelled: in the chain's function.
 CHAIN_FUNCTION = "casino_chain_head"
 _CANCELLED = {"55P03", "57014"}  # lock_not_available, query_canceled
@@ -44,13 +78,20 @@ ALERT_EVERY = 10.0  # seconds: one ERROR per process, then a count
 _alerts = {"last": None, "since": 0}
 
 
+def session_options() -> str:
+    """SESSION as libpq `options` (a space in a value escaped)."""
+    return " ".join(f"-c {name}={value.replace(' ', chr(92) + ' ')}"
+                    for name, value in SESSION.items())
+
+
 def with_limits(options: str, *, statement: float, lock: float) -> str:
-    """libpq `options` with the app's two limits (milliseconds) last; any
-    given in the database URL are replaced."""
-    kept = _LIMITS.sub("", options or "").strip()
+    """libpq `options`: the session settings, then the URL's own options
+    (the operator's: they win over ours), then the app's two limits
+    (milliseconds), which replace any the URL gives."""
+    kept = _LIMITS.sub("", options or "").replace(session_options(), "").strip()
     ours = (f"-c statement_timeout={round(statement * 1000)} "
             f"-c lock_timeout={round(lock * 1000)}")
-    return f"{kept} {ours}".strip()
+    return " ".join(part for part in (session_options(), kept, ours) if part)
 
 
 def use(kind: str) -> None:
@@ -80,6 +121,81 @@ def session_limits(connection) -> tuple[str, str]:
         cursor.execute("SELECT current_setting('statement_timeout'), "
                        "current_setting('lock_timeout')")
         return tuple(cursor.fetchone())
+
+
+# -- role and database settings ---------------------------------------------
+
+def _norm(value: str) -> str:
+    return value.replace(" ", "").replace('"', "").lower()
+
+
+_OPTION = re.compile(r"-c\s*((?:[^\s\\]|\\.)+)")
+
+
+def sent_at_connect(connection) -> dict[str, str]:
+    """name (lower case) -> value of every setting the connection sends in
+    its startup options (SESSION, the URL's own, the limits; the last of a
+    name wins, as in PostgreSQL)."""
+    options = connection.settings_dict.get("OPTIONS", {}).get("options", "")
+    sent = {}
+    for item in _OPTION.findall(options or ""):
+        name, _, value = re.sub(r"\\(.)", r"\1", item).partition("=")
+        sent[name.lower()] = value
+    return sent
+
+
+def _role_settings(cursor) -> list[tuple[str, str, str]]:
+    """(where, name, value) of every setting ALTER ROLE / ALTER DATABASE put
+    on this session's role (the one it logged in as, and the one it acts
+    as) and database."""
+    cursor.execute(
+        "SELECT CASE WHEN s.setrole = 0 THEN 'database ' || d.datname "
+        "WHEN s.setdatabase = 0 THEN 'role ' || r.rolname "
+        "ELSE 'role ' || r.rolname || ' in database ' || d.datname END, "
+        "unnest(s.setconfig) FROM pg_db_role_setting s "
+        "LEFT JOIN pg_roles r ON r.oid = s.setrole "
+        "LEFT JOIN pg_database d ON d.oid = s.setdatabase "
+        "WHERE s.setdatabase IN (0, (SELECT oid FROM pg_database "
+        "WHERE datname = current_database())) "
+        "AND s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = "
+        "session_user), (SELECT oid FROM pg_roles WHERE rolname = current_user))"
+        " ORDER BY 1, 2")
+    return [(where, *item.split("=", 1)) for where, item in cursor.fetchall()]
+
+
+def role_settings_problems(connection) -> list[str]:
+    """What a role or database setting changes in the app's sessions, one
+    line each: a setting the app overrides at connect but that differs from
+    its value (someone set it: it has no effect), one the app does not send
+    (in effect for every new connection), and the session's own values of
+    what the app sends or cannot send."""
+    expected = sent_at_connect(connection)
+    problems = []
+    with connection.cursor() as cursor:
+        for where, name, value in _role_settings(cursor):
+            ours = expected.get(name.lower())
+            if ours is None:
+                problems.append(
+                    f"{name} = {value} on the {where}: the app does not set it "
+                    "at connect, so it is in effect for every new connection "
+                    f"(ALTER ROLE/DATABASE ... RESET {name})")
+            elif _norm(ours) != _norm(value):
+                problems.append(
+                    f"{name} = {value} on the {where}, where the app expects "
+                    f"{ours}: overridden at connect, so without effect, but "
+                    f"someone set it (ALTER ROLE/DATABASE ... RESET {name})")
+        wanted = {name.lower(): value for name, value in SESSION.items()}
+        wanted = {**wanted, **expected, "session_replication_role": "origin"}
+        wanted.pop("statement_timeout", None)  # a block may set its own
+        wanted.pop("lock_timeout", None)
+        cursor.execute("SELECT " + ", ".join(["current_setting(%s)"] * len(wanted)),
+                       list(wanted))
+        found = dict(zip(wanted, cursor.fetchone(), strict=True))
+    for name, value in found.items():
+        if _norm(value) != _norm(wanted[name]):
+            problems.append(f"this session runs with {name} = {value}, where the "
+                            f"app expects {wanted[name]}")
+    return problems
 
 
 # -- the chain held ----------------------------------------------------------

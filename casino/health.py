@@ -9,14 +9,18 @@ would open a connection per check and per thread):
 - ``redis``: a PING with the cache's short timeouts (0.5 s);
 - ``worker``: the newest heartbeat a Celery worker wrote to Redis (every
   ``WORKER_HEARTBEAT_SECONDS``, see `worker_heartbeat_start`); stale past three
-  of them, gone at once when a worker stops;
+  of them, gone at once when a worker stops; signed, so that a beat written
+  into Redis by anyone else counts for nothing;
 - ``beat``: the newest ``last_run_at`` of the enabled beat schedules
   (django-celery-beat writes them every 3 minutes): stale past twice the
   shortest interval plus those 3 minutes;
 - ``anchors``: the trail's anchors, by casino.anchors' own rule (rows left
   unanchored past 2 x ``TRAIL_ANCHOR_MINUTES``);
 - ``ledger_check``: the nightly re-settlement's last run (its change-log row,
-  ``audit.ledger.verified``): stale past ``LEDGER_CHECK_MAX_HOURS``.
+  ``audit.ledger.verified``): stale past ``LEDGER_CHECK_MAX_HOURS``;
+- ``role_settings``: a setting that ALTER ROLE or ALTER DATABASE put on the
+  runtime role or its database and that differs from what the app expects
+  (casino/dbsession.py `role_settings_problems`), named.
 
 Without ``REDIS_URL`` (the embedded set-up: tasks run in-process, no beat),
 redis, worker and beat say "not used" and pass.
@@ -107,7 +111,7 @@ class WorkerHeartbeat(HealthCheck):
         try:
             client = _redis()
             keys = list(client.scan_iter(f"{HEARTBEAT_PREFIX}*", count=100))
-            beats = [float(v) for v in client.mget(keys) if v] if keys else []
+            beats = _beats(keys, client.mget(keys)) if keys else []
         except Exception as exc:
             raise ServiceUnavailable(
                 f"cannot read the heartbeats: Redis gives no answer "
@@ -124,6 +128,20 @@ class WorkerHeartbeat(HealthCheck):
                 "builds, re-audits and the nightly close wait")
         raise _Fine(f"{len(fresh)} worker(s), the last beat "
                     f"{_age(time.time() - max(fresh))} ago")
+
+
+def _beats(keys, values) -> list[float]:
+    """The heartbeats a worker of this app signed (casino.cache.seal, over the
+    key: a worker holds SECRET_KEY, Redis does not), none ahead of the clock:
+    whoever can write to Redis cannot make a dead worker look alive."""
+    from .cache import _MISS, unseal
+
+    beats = []
+    for key, value in zip(keys, values, strict=True):
+        beat = _MISS if value is None else unseal(key.decode(), value)
+        if type(beat) is float and beat <= time.time() + 5:
+            beats.append(beat)
+    return beats
 
 
 @dataclasses.dataclass
@@ -242,6 +260,21 @@ class LedgerCheckAge(HealthCheck):
                     f"{self.values['differences']} difference(s)")
 
 
+@dataclasses.dataclass
+class RoleSettings(HealthCheck):
+    def run(self):
+        from django.db import connection
+
+        from .dbsession import role_settings_problems
+
+        if connection.vendor != "postgresql":
+            raise _Fine("not used (SQLite)")
+        problems = role_settings_problems(connection)
+        if problems:
+            raise ServiceUnavailable("; ".join(problems))
+        raise _Fine("no role or database setting changes the app's sessions")
+
+
 def _checks() -> list[tuple[str, HealthCheck, bool]]:
     """(name, check, critical): a critical check decides /health/."""
     return [
@@ -251,6 +284,7 @@ def _checks() -> list[tuple[str, HealthCheck, bool]]:
         ("beat", BeatLastRun(), False),
         ("anchors", AnchorFreshness(), False),
         ("ledger_check", LedgerCheckAge(), False),
+        ("role_settings", RoleSettings(), False),
     ]
 
 
@@ -321,8 +355,10 @@ class _Heartbeat(threading.Thread):
         self.stop = threading.Event()
 
     def beat(self, client) -> None:
-        every = settings.WORKER_HEARTBEAT_SECONDS
-        client.set(self.key, f"{time.time():.3f}", ex=max(3 * every, 1))
+        from .cache import seal
+
+        ttl = max(3 * settings.WORKER_HEARTBEAT_SECONDS, 1)
+        client.set(self.key, seal(self.key, round(time.time(), 3), ttl), ex=ttl)
 
     def run(self) -> None:
         client = None

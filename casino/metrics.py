@@ -49,6 +49,16 @@ COUPS_RECORDED = Counter(
     ["path"], registry=REGISTRY,
 )
 
+# Entries of the shared cache (Redis) read back and refused: their signature
+# does not hold, or they are past their time (casino/cache.py). Anything but
+# zero means someone wrote to Redis who is not this app.
+CACHE_REFUSED = Counter(
+    "casino_cache_refused",
+    "Cache entries read from Redis and refused (a miss): by reason, signature "
+    "or expired",
+    ["reason"], registry=REGISTRY,
+)
+
 COUP_VIEWS = {"api-coup-record": "record", "api-coup-accept": "accept"}
 
 

@@ -14,6 +14,8 @@ reads everything and changes nothing.
 
 from __future__ import annotations
 
+from functools import cache
+
 from rest_framework.permissions import BasePermission
 
 CROUPIER = "croupier"
@@ -83,77 +85,61 @@ RANKS: dict[str, int] = {CROUPIER: 1, PITBOSS: 2, MANAGER: 3, AUDITOR: 3}
 ADMIN_RANK = 4
 
 
-ROLE_CACHE_SECONDS = 300
-
-
-def _roles_key(user_id: int) -> str:
-    return f"casino:roles:{user_id}"
-
-
 def _sealed_roles(user) -> list[str]:
     """The user's group names, read with the rows that grant them, each as
     the trail sealed it: a membership or a group inserted or renamed by hand
     with the database's credentials grants nothing (RecordChanged, and the
-    alarm: casino/continuity.py)."""
-    from django.contrib.auth import get_user_model
+    alarm: casino/continuity.py). One query, in SQL made once: the ORM's
+    compiling it cost a tenth of a coup's instructions (bench/count_coup.py)."""
     from django.contrib.auth.models import Group
+    from django.db import connections, router
 
     from .continuity import trusted
 
-    through = get_user_model().groups.through
-    links = list(through.objects.filter(user_id=user.pk))
-    groups = list(Group.objects.filter(pk__in=[link.group_id for link in links]))
+    through, sql = _roles_query()
+    alias = router.db_for_read(through)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, [user.pk])
+        rows = cursor.fetchall()
+    width = len(through._meta.concrete_fields)
+    links = [through.from_db(alias, None, row[:width]) for row in rows]
+    groups = [Group.from_db(alias, None, row[width:]) for row in rows]
     trusted(*links, *groups, user=user)
     return [g.name for g in groups]
 
 
+@cache
+def _roles_query():
+    """(User.groups' through model, the SQL of a user's memberships with
+    their groups: every concrete column of both, in the models' order)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    through = get_user_model().groups.through
+    link, group = through._meta, Group._meta
+    columns = [f'l."{f.column}"' for f in link.concrete_fields]
+    columns += [f'g."{f.column}"' for f in group.concrete_fields]
+    return through, (
+        f'SELECT {", ".join(columns)} FROM "{link.db_table}" l '
+        f'JOIN "{group.db_table}" g ON g."{group.pk.column}" = '
+        f'l."{link.get_field("group").column}" '
+        f'WHERE l."{link.get_field("user").column}" = %s ORDER BY l."{link.pk.column}"'
+    )
+
+
 def user_roles(user) -> frozenset[str]:
-    """The user's roles, from the shared cache when it has them: every API call
-    asks, and a cache read is cheaper than a join on the groups. A change of
-    groups drops the entry at once (casino.apps connects forget_roles)."""
+    """The user's roles, read from the database once per request (kept on
+    the request's user object). Never from the shared cache: whoever can
+    write to Redis could otherwise hand anyone any role, and a role removed
+    or a membership changed by hand would outlive its removal there. One
+    indexed query a request."""
     if not user or not user.is_authenticated:
         return frozenset()
     cached = getattr(user, "_casino_roles", None)
     if cached is None:
-        from django.core.cache import cache
-
-        key = _roles_key(user.pk)
-        try:
-            names = cache.get(key)
-        except Exception:  # Redis down: the floor keeps working from the DB
-            names, key = None, None
-        if names is None:
-            names = sorted(_sealed_roles(user))
-            if key is not None:
-                try:
-                    cache.set(key, names, ROLE_CACHE_SECONDS)
-                except Exception:
-                    pass
-        cached = frozenset(names)
+        cached = frozenset(_sealed_roles(user))
         user._casino_roles = cached
     return cached
-
-
-def forget_roles(
-    sender=None, instance=None, action="", pk_set=None, reverse=False, **kwargs
-):
-    """m2m_changed on User.groups: drop the cached roles of whoever changed."""
-    from django.core.cache import cache
-
-    if action not in {"post_add", "post_remove", "pre_clear"}:
-        return
-    if not reverse:  # user.groups.add/remove/clear
-        ids = [instance.pk]
-    elif action == "pre_clear":  # group.user_set.clear(): still readable here
-        ids = list(instance.user_set.values_list("pk", flat=True))
-    else:  # group.user_set.add/remove: pk_set holds user ids
-        ids = list(pk_set or [])
-    try:
-        cache.delete_many([_roles_key(i) for i in ids])
-    except Exception:
-        # Redis down: nothing cached can be served either (reads fail over to
-        # the database), and entries written before expire within minutes.
-        pass
 
 
 def has_capability(user, capability: str) -> bool:

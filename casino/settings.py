@@ -182,6 +182,7 @@ INSTALLED_APPS = [
     "knox",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by us (/api/docs/)
     # Sign-in lockout after repeated failures (the AXES block below).
     "axes",
     "casino",
@@ -194,6 +195,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy header (CONTENT_SECURITY_POLICY below).
+    "casino.csp.ContentSecurityPolicyMiddleware",
     # A request id, user and table on every log line, one line per request
     # (casino/logs.py); the coup request's latency for /metrics.
     "casino.logs.RequestContextMiddleware",
@@ -219,6 +222,25 @@ MIDDLEWARE = [
     # Last, as axes asks: turns a locked-out sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy on every response (casino/csp.py): scripts only from
+# our own files, never inline, never eval, so that HTML which reaches a page
+# from outside (a forged shared copy in Redis, a name that slipped past the
+# escaping) cannot run. No page has an inline script or an event-handler
+# attribute (tests/test_csp.py reads the templates). Styles may still be
+# inline (style attributes and <style> blocks are in many templates, and
+# htmx adds one): CSS runs no code. Nothing is loaded from another origin, no
+# plugin, no <base>, forms post only here, no page is framed.
+CONTENT_SECURITY_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
 
 ROOT_URLCONF = "casino.urls"
 WSGI_APPLICATION = "casino.wsgi.application"
@@ -353,11 +375,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TRAIL_ANCHOR_DIR = Path(
     _read("TRAIL_ANCHOR_DIR", env.str, default=str(VAR_DIR / "anchors"))
 )
-TRAIL_ANCHOR_MINUTES = _read("TRAIL_ANCHOR_MINUTES", env.int, default=15)
-if not 1 <= TRAIL_ANCHOR_MINUTES <= 1440:
-    raise ImproperlyConfigured(
-        "Environment variable TRAIL_ANCHOR_MINUTES: between 1 and 1440"
-    )
+
+
+def _minutes(name: str, default: int) -> int | float:
+    """Minutes from 1 to 1440; a fraction down to 0.05 (3 s) for a test that
+    runs beat for real (tests/insider/test_beat_trail.py)."""
+    value = float(_read(name, env.float, default=default))
+    if not 0.05 <= value <= 1440:
+        raise ImproperlyConfigured(
+            f"Environment variable {name}: minutes from 1 to 1440 (down to "
+            "0.05 for a test)"
+        )
+    return int(value) if value.is_integer() else value
+
+
+TRAIL_ANCHOR_MINUTES = _minutes("TRAIL_ANCHOR_MINUTES", 15)
 # RFC 3161 trusted timestamps of every anchor (casino/timestamps.py): the
 # authority's URL, and the certificate(s) its tokens are checked against (its
 # root CA, PEM, intermediates after it). Unset URL: no timestamps.
@@ -383,11 +415,7 @@ if not 0.1 <= TRAIL_TSA_TIMEOUT <= 120:
     raise ImproperlyConfigured(
         "Environment variable TRAIL_TSA_TIMEOUT: between 0.1 and 120 seconds"
     )
-TRAIL_TSA_RETRY_MINUTES = _read("TRAIL_TSA_RETRY_MINUTES", env.int, default=10)
-if not 1 <= TRAIL_TSA_RETRY_MINUTES <= 1440:
-    raise ImproperlyConfigured(
-        "Environment variable TRAIL_TSA_RETRY_MINUTES: between 1 and 1440"
-    )
+TRAIL_TSA_RETRY_MINUTES = _minutes("TRAIL_TSA_RETRY_MINUTES", 10)
 
 # The gaming-day close (audit/reports/nightly.py, beat hourly at :15): a day
 # that ended at the cut-off hour H is closed (reports, ledger re-settlement)
@@ -480,6 +508,14 @@ CELERY_TASK_ALWAYS_EAGER = _strict_bool(
     "CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL
 )
 CELERY_TASK_EAGER_PROPAGATES = True
+# JSON only, both ways: a message or a result that Redis hands over is data,
+# never a pickle (which would run code in the worker or in whoever reads a
+# result). Celery's defaults, said here so that no one turns pickle on.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+CELERY_EVENT_SERIALIZER = "json"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -518,7 +554,9 @@ REDIS_CACHE_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # JSON, signed with its key and expiry: no pickle, no trust
+            # (casino/cache.py)
+            "BACKEND": "casino.cache.SignedRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": REDIS_CACHE_OPTIONS,
         }
@@ -532,6 +570,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # Axes first: it refuses a locked-out user name before any password is checked.
 AUTHENTICATION_BACKENDS = [
+    # then every sign-in from an address with too many failures, whatever the
+    # names (casino/backends.py: counted in the database, not in Redis)
+    "casino.backends.AddressLimit",
     "axes.backends.AxesStandaloneBackend",
     "casino.backends.SealedModelBackend",
 ]
@@ -540,6 +581,10 @@ LOGIN_REDIRECT_URL = "/"
 # A croupier signs in once for a shift; the tablet's lock screen (PIN) covers
 # the breaks in between.
 SESSION_COOKIE_AGE = _read("SESSION_COOKIE_AGE", env.int, default=12 * 3600)
+# Browser sessions stored under a digest of their key, their data bound to it,
+# lasting SESSION_COOKIE_AGE from sign-in (casino/sessions.py): whoever reads
+# django_session finds no cookie he can send back.
+SESSION_ENGINE = "casino.sessions"
 # A tablet's API token lasts one shift from sign-in, then the croupier signs in
 # again (casino/tokenauth.py). Seconds.
 _token_ttl = _read("API_TOKEN_TTL", env.int, default=12 * 3600)
@@ -652,6 +697,18 @@ if _cooloff < 0:
 # 0: locked until someone resets it.
 AXES_COOLOFF_TIME = timedelta(minutes=_cooloff) if _cooloff else None
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Failed sign-ins from one address, whatever the names, within the cool-off
+# (the same window): beyond this, no one signs in from there until it ends
+# (casino.backends.AddressLimit). Counted in the database, so that deleting
+# the sign-in throttle's keys in Redis (or Redis down) lets no more guesses
+# through. Above AXES_FAILURE_LIMIT: a shared tablet's team has typos too.
+LOGIN_ADDRESS_FAILURE_LIMIT = _read(
+    "LOGIN_ADDRESS_FAILURE_LIMIT", env.int, default=30)
+if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        "Environment variable LOGIN_ADDRESS_FAILURE_LIMIT: at least "
+        f"AXES_FAILURE_LIMIT ({AXES_FAILURE_LIMIT})"
+    )
 AXES_CLIENT_IP_CALLABLE = "casino.throttles.client_ip"
 AXES_RESET_ON_SUCCESS = True  # a croupier's typo is forgotten once he is in
 AXES_HTTP_RESPONSE_CODE = 429
@@ -666,6 +723,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Live coup entry, tableau audit, commission and bank carry-forward.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs/ from our static files, its script a file too (the CSP)
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # `<id:pk>` (casino.api.IdConverter): ids the database can hold.
     "PATH_CONVERTER_OVERRIDES": {

@@ -33,12 +33,15 @@ def lockout_page(request, response=None, credentials=None):
     """AXES_LOCKOUT_CALLABLE: the page instead of the sign-in form."""
     cool_off = get_cool_off(request)
     minutes = max(1, round(cool_off.total_seconds() / 60)) if cool_off else None
+    device = address_locked(request)  # the device, for everyone: no name
     page = render(
         request,
         "registration/locked_out.html",
         {
             "minutes": minutes,
-            "username": get_client_username(request, credentials) or "",
+            "device": device,
+            "username": "" if device else get_client_username(request, credentials)
+            or "",
         },
         status=status.HTTP_429_TOO_MANY_REQUESTS,
     )
@@ -47,9 +50,20 @@ def lockout_page(request, response=None, credentials=None):
     return page
 
 
+def address_locked(request) -> bool:
+    """Refused for the address, whatever the name (casino.backends.AddressLimit)."""
+    return bool(getattr(request, "casino_address_locked", False))
+
+
 def lockout_response(request) -> Response:
     cool_off = get_cool_off(request)
-    if cool_off:
+    if address_locked(request):
+        detail = (
+            "too many failed sign-ins from this device, whatever the user name: "
+            "no one signs in from it until the failures are older than the "
+            "cool-off (an administrator can reset them sooner)"
+        )
+    elif cool_off:
         minutes = max(1, round(cool_off.total_seconds() / 60))
         detail = (
             f"too many failed sign-ins for this user name from this device: "

@@ -6,13 +6,23 @@ from __future__ import annotations
 from celery import shared_task
 
 from .anchors import trail_anchor
+from .celery import message_refused
 from .timestamps import timestamps_retry
+
+# The reasons an anchor asked for through the broker may carry: beat's
+# (settings.CELERY_BEAT_SCHEDULE). The message's text never reaches a signed
+# anchor: a Redis writer could otherwise sign "key rotation" in our name.
+ANCHOR_REASONS = frozenset({"interval"})
 
 
 @shared_task(name="trail.anchor", acks_late=True)
-def trail_anchor_task(reason: str = "interval") -> int | None:
+def trail_anchor_task(reason: str = "interval") -> int | dict | None:
     """Idempotent enough: a second anchor of the same head is one more file
-    saying the same thing."""
+    saying the same thing (all a forged message with a good reason gets)."""
+    if not (isinstance(reason, str) and reason in ANCHOR_REASONS):
+        return message_refused(
+            "trail.anchor", f"reason {str(reason)[:80]!r} is not one of "
+            f"{sorted(ANCHOR_REASONS)}")
     anchor = trail_anchor(reason=reason)
     return anchor.row if anchor else None
 

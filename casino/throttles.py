@@ -23,7 +23,14 @@ Fail open: the counters live in the cache (Redis). If Redis is down, a
 request is let through and a warning logged, rather than a 500: the floor
 must go on recording coups without Redis, and a few minutes without rate
 limits is the lesser harm. The sign-in lockout does not depend on this: axes
-counts failures in the database.
+counts failures in the database, per user name and address, and so does
+casino.backends.AddressLimit per address (LOGIN_ADDRESS_FAILURE_LIMIT): with
+the throttles' keys deleted (or Redis down), no more passwords can be tried.
+
+A history read from the cache is data from outside: it is signed
+(casino/cache.py), and still checked before use (`sane_history`): only
+times within the rate's window count, so no history, however it was made,
+refuses a request for longer than one window.
 """
 
 from __future__ import annotations
@@ -49,6 +56,9 @@ ROUTE_SCOPES: dict[str, dict[str, str]] = {
 # What a cache backend raises when its server is gone (redis-py's errors;
 # sockets' OSError for the others).
 CACHE_ERRORS = (RedisError, OSError)
+# Times a little ahead of this process's clock still count (another web
+# node's clock); further ahead, they are dropped.
+CLOCK_SKEW = 5.0
 WARN_EVERY = 60.0  # seconds: one warning a minute per process, not per request
 _last_warning: float | None = None  # time.monotonic() of the last one
 
@@ -94,10 +104,38 @@ class FailOpen:
 
     def allow_request(self, request, view) -> bool:
         try:
-            return super().allow_request(request, view)
+            return self._allow(request, view)
         except CACHE_ERRORS as exc:
             _cache_down(self.scope, exc)
             return True
+
+    def _allow(self, request, view) -> bool:
+        """DRF's SimpleRateThrottle.allow_request, its history sanitised."""
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        self.history = sane_history(
+            self.cache.get(self.key, []), self.now, self.duration,
+            self.num_requests)
+        if len(self.history) >= self.num_requests:
+            return self.throttle_failure()
+        return self.throttle_success()
+
+
+def sane_history(history, now: float, duration: float, most: int) -> list[float]:
+    """The request times of a throttle's history that can count now: numbers
+    within the window (not older than `duration`, not ahead of the clock by
+    more than CLOCK_SKEW), newest first, at most `most` of them (more change
+    nothing). A history of times far ahead (a 429 for a year) or of another
+    shape refuses nothing beyond one window."""
+    if not isinstance(history, list):
+        return []
+    times = [t for t in history if type(t) in (int, float)
+             and now - duration < t <= now + CLOCK_SKEW]
+    return sorted(times, reverse=True)[:most]
 
 
 class AnonRateThrottle(FailOpen, throttling.AnonRateThrottle):

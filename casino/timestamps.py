@@ -43,6 +43,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from .tsa_der import sorted_response, sorted_sets, token_of_response
+
 log = logging.getLogger("casino.timestamps")
 
 CONTENT_TYPE = "application/timestamp-query"
@@ -124,14 +126,15 @@ def ask(statement: bytes, *, timeout: float | None = None) -> Stamp:
     except (OSError, urllib.error.URLError) as exc:  # refused, timed out, 5xx
         raise TimestampError(f"the authority did not answer: {exc}") from exc
     try:
-        response = decode_timestamp_response(data)
+        # read in DER order (casino/tsa_der.py); the authority's bytes are kept
+        response = decode_timestamp_response(sorted_response(data))
         _verifier(VerifierBuilder.from_request(request)).verify_message(
             response, statement)
+        token = token_of_response(data)
     except (ValueError, VerificationError) as exc:
         raise TimestampError(f"the authority's answer does not hold: {exc}") from exc
     info = response.tst_info
-    return Stamp(response.time_stamp_token(), data, info.gen_time,
-                 info.serial_number)
+    return Stamp(token, data, info.gen_time, info.serial_number)
 
 
 def token_check(token_b64: str, statement: bytes) -> str:
@@ -146,7 +149,7 @@ def token_check(token_b64: str, statement: bytes) -> str:
 
     try:
         response = decode_timestamp_response(response_of_token(
-            base64.b64decode(token_b64, validate=True)))
+            sorted_sets(base64.b64decode(token_b64, validate=True))))
     except ValueError as exc:
         return f"its timestamp token does not read as one ({exc})"
     imprint = response.tst_info.message_imprint.message
@@ -273,7 +276,7 @@ def _token_of_response(data: bytes) -> str:
     from rfc3161_client import decode_timestamp_response
 
     try:
-        return base64.b64encode(
-            decode_timestamp_response(data).time_stamp_token()).decode()
+        decode_timestamp_response(sorted_response(data))  # it reads as one
+        return base64.b64encode(token_of_response(data)).decode()
     except ValueError:
         return ""

@@ -23,6 +23,7 @@ import re
 from hmac import compare_digest
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from knox.auth import TokenAuthentication as KnoxTokenAuthentication
@@ -52,20 +53,28 @@ def token_issue(*, user, device: str = ""):
 
     The user's tokens that can no longer be used (expired, or issued under an
     older password) are deleted first: a tablet signs in every shift, and the
-    table should hold live tokens only."""
+    table should hold live tokens only.
+
+    One transaction with the trail rows that bind them (casino/accounts.py
+    writes them from the model's signals): when the chain cannot be taken
+    (held, casino/dbsession.py) no token is left behind, so the 503's
+    "nothing was written" is true and verify_trail finds no token that no
+    trail row wrote. (A delete needs no such block: Django deletes in a
+    transaction of its own, with its signals.)"""
     from .models import ApiToken
 
     now = timezone.now()
     mark = password_mark(user)
-    ApiToken.objects.filter(user=user).filter(
-        Q(expiry__lte=now) | ~Q(password_mark=mark)
-    ).delete()
-    return ApiToken.objects.create(
-        user=user,
-        expiry=settings.API_TOKEN_TTL,
-        device=(device or "")[:200],
-        password_mark=mark,
-    )
+    with transaction.atomic():
+        ApiToken.objects.filter(user=user).filter(
+            Q(expiry__lte=now) | ~Q(password_mark=mark)
+        ).delete()
+        return ApiToken.objects.create(
+            user=user,
+            expiry=settings.API_TOKEN_TTL,
+            device=(device or "")[:200],
+            password_mark=mark,
+        )
 
 
 class TokenAuthentication(KnoxTokenAuthentication):

@@ -21,7 +21,10 @@ that differs from the trail, has no trail row, or is missing.
 
 Canonical means: keys sorted, no whitespace, times in UTC with microseconds,
 decimals with their field's places, JSON through one encoder — what the
-database gives back is what was digested, on SQLite and on PostgreSQL.
+database gives back is what was digested, on SQLite and on PostgreSQL: a
+value written in another form (900.0 into an integer, "1.5" into a decimal,
+a naive datetime) is first brought to the one the database will give back
+(casino/native.py), so the app's own writes never read as tampering.
 
 A chain alone cannot show that its tail was cut off; anchors written outside
 the database (casino/anchors.py) can, and `verify_trail` reads them.
@@ -61,6 +64,8 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
+
+from .native import aware, decimal_places, native
 
 GENESIS = "0" * 64
 FIELDS = (
@@ -111,6 +116,9 @@ BOUND: dict[str, str | None] = {
     "django_celery_beat.intervalschedule": None,
     "django_celery_beat.solarschedule": None,
     "django_celery_beat.clockedschedule": None,
+    # report jobs: what the nightly close skips, what a download serves (the
+    # file's SHA-256 is sealed with the job's finishing write)
+    "reports.reportjob": None,
 }
 # Rows of a bound model that the trail covers, where not all are: a flag's
 # decisions (its other events are derived from the coups by flags_sync).
@@ -129,7 +137,7 @@ UPDATABLE = frozenset({
     "auth.user_user_permissions", "casino.apitoken", "tablet.tabletprofile",
     "django_celery_beat.periodictask", "django_celery_beat.crontabschedule",
     "django_celery_beat.intervalschedule", "django_celery_beat.solarschedule",
-    "django_celery_beat.clockedschedule",
+    "django_celery_beat.clockedschedule", "reports.reportjob",
 })
 # Models whose state is checked against bound rows instead of being bound
 # themselves (DERIVED_CHECKS, registered by their app).
@@ -170,8 +178,6 @@ LEFT_OUT: dict[str, str] = {
     "tables.seatmonthrollup": "sums derived from the coups (as dailyrollup)",
     "audit.surveillancerun": "a run's progress; the evidence its alerts stand "
     "on is bound",
-    "reports.reportjob": "a job's progress; the report it writes carries a "
-    "stamp anchored in the trail",
     "reports.reauditrun": "a re-audit's progress; it changes no record",
     "reports.reauditchunk": "a re-audit's progress",
     "reports.reauditfinding": "what a re-audit found, re-computable by running "
@@ -192,6 +198,13 @@ DIGEST_EXCLUDE: dict[str, frozenset[str]] = {
     "auth.user": frozenset({"last_login"}),
     "django_celery_beat.periodictask": frozenset(
         {"last_run_at", "total_run_count", "date_changed"}
+    ),
+    # a build's progress, and the broker's receipt (written after the build
+    # when the task runs before its sender records it): what the job is, who
+    # asked, its state, its file and the file's digest are sealed
+    "reports.reportjob": frozenset(
+        {"percent", "rows", "rows_expected", "dispatched_at", "task_id",
+         "data_position"}
     ),
 }
 
@@ -284,9 +297,11 @@ _UNSET = object()
 
 
 @cache
-def _plan(model) -> tuple:
+def _digest_plan(model) -> tuple:
     """Per model, once: each digested field's attname, how its value is
-    canonicalised, and the value that leaves it out (see ledger_digest)."""
+    canonicalised, the value that leaves it out (see ledger_digest), and
+    the type it has read back with the function that brings another form
+    to it (casino/native.py)."""
     label = model._meta.label_lower
     parent = BOUND.get(label)
     excluded = DIGEST_EXCLUDE.get(label, ())
@@ -301,26 +316,61 @@ def _plan(model) -> tuple:
             omit = _UNSET if callable(f.default) else f.default  # _UNSET: kept
         else:
             omit = f.get_default()  # "" for a text field without NULL, else None
-        plan.append((f.attname, kind, quant, omit))
+        plan.append((f.attname, kind, quant, omit, *native(f)))
     return tuple(plan)
+
+
+@cache
+def _plan(model) -> tuple:
+    """Per model: (attname, kind, quant, omit) of each digested field."""
+    return tuple(p[:4] for p in _digest_plan(model))
+
+
+def _json_float(text: str) -> float | int:
+    """A JSON number with a fraction or an exponent, as jsonb gives it back:
+    PostgreSQL keeps the number's decimal text as a numeric, so 1e+16 comes
+    back as the integer 10000000000000000 and -0.0 as 0.0 (1e-07 as
+    0.0000001, the same float)."""
+    value = float(text)
+    if value == 0:
+        return 0.0
+    if "e" in text or "E" in text:
+        exact = Decimal(text)
+        if exact == exact.to_integral_value():
+            return int(exact)
+    return value
+
+
+_JSON_DECODE = json.JSONDecoder(parse_float=_json_float).decode
+
+
+@cache
+def _json_encode():
+    """json.dumps(value, cls=DjangoJSONEncoder), its encoder made once."""
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    return DjangoJSONEncoder().encode
 
 
 def _canonical(kind: int, quant, value: Any) -> Any:
     """One field's value as the digest sees it, whatever side it comes from
-    (an instance about to be written, or one read back)."""
+    (an instance about to be written, its values brought to the types the
+    database gives back by casino/native.py, or one read back)."""
     if value is None:
         return None
     if kind == _DECIMAL:
-        return str(Decimal(value).quantize(quant))
+        if type(value) is not Decimal:
+            value = Decimal(value)
+        return str(decimal_places(value, quant))
     if kind == _JSON:
-        from django.core.serializers.json import DjangoJSONEncoder
-
-        return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
+        return _JSON_DECODE(_json_encode()(value))
     if isinstance(value, datetime):
-        return _when(value)
+        return _when(value if value.tzinfo is not None else aware(value))
     if isinstance(value, date):
         return value.isoformat()
-    if isinstance(value, Decimal | float):
+    if isinstance(value, float):
+        return str(value + 0.0)  # -0.0 is 0.0: SQLite's REAL keeps no sign
+    if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, str | int | list | dict):
         return value
@@ -329,13 +379,24 @@ def _canonical(kind: int, quant, value: Any) -> Any:
 
 def ledger_digest(obj) -> str:
     """SHA-256 of a ledger row's content (its id, and its parent and position
-    for child rows, are the key it is filed under). A field at its default is
-    left out, so a later migration that adds a field with a default leaves
-    every earlier digest valid (an edit to or from the default still changes
-    the digest)."""
+    for child rows, are the key it is filed under), as the database will
+    give the row back whatever form its values were written in
+    (casino/native.py). A field at its default is left out, so a later
+    migration that adds a field with a default leaves every earlier digest
+    valid (an edit to or from the default still changes the digest)."""
     content = {}
-    for attname, kind, quant, omit in _plan(type(obj)):
+    for attname, kind, quant, omit, back, fix in _digest_plan(type(obj)):
         value = getattr(obj, attname)
+        if value is not None:
+            if kind == _DECIMAL:  # its places before it is compared
+                if type(value) is not Decimal:
+                    value = fix(value)
+                value = decimal_places(value, quant)
+                if value != omit:  # (never equal to _UNSET)
+                    content[attname] = str(value)
+                continue
+            if fix is not None and type(value) is not back:
+                value = fix(value)
         if omit is not _UNSET and value == omit:
             continue
         content[attname] = _canonical(kind, quant, value)

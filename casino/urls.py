@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from casino.api import IdConverter
 from casino.health import health, health_details
@@ -24,9 +24,10 @@ urlpatterns = [
     path("", include("audit.metrics_urls")),  # /metrics
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # its script at ?script, not inline (the Content-Security-Policy)
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="api-schema"),
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema"),
         name="api-docs",
     ),
     path(

@@ -229,6 +229,28 @@ def _clear_cache():
 
 
 @pytest.fixture(autouse=True)
+def _no_policy_violation(request):
+    """Every browser test is also a test of the Content-Security-Policy
+    (casino/settings.py): a script, style or request the policy blocked is
+    a console error naming it, and fails the test."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    page = request.getfixturevalue("page")
+    blocked = []
+
+    def seen(message) -> None:
+        if "Content Security Policy" in message.text:
+            blocked.append(message.text)
+
+    page.on("console", seen)
+    request.node.csp_blocked = blocked  # (a test that blocks on purpose clears it)
+    yield
+    assert not blocked, "blocked by the Content-Security-Policy:\n" + "\n".join(
+        blocked)
+
+
+@pytest.fixture(autouse=True)
 def _migration_rows(request):
     """Put back what the data migrations wrote (roles, the two tableaux): a
     transactional test's flush empties every table, and the browser tests are

@@ -317,3 +317,39 @@ def test_the_record_keeps_the_acceptance(client, relieved, croupier, pitboss):
     ).revision
     assert revision.revision == 2 and revision.entered_by == croupier
     assert revision.accepted_by == pitboss and revision.accepted_reason == REASON
+
+
+@pytest.mark.parametrize("at", [
+    "0001-01-01T00:00:00Z", "1999-12-31T23:59:59Z",
+    "9999-12-31T23:59:59Z", "in an hour",
+])
+def test_a_clock_out_of_bounds_is_refused_naming_entered_at(
+    as_user, relieved, croupier2, pitboss, croupier, at
+):
+    """entered_at: from 2000 to five minutes ahead of the server's clock
+    (casino/bounds.py), on the croupier's path and the pit boss's."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    if at == "in an hour":
+        at = (timezone.now() + timedelta(hours=1)).isoformat()
+    before = written()
+    r = record(as_user(croupier2), relieved,
+               {**BODY, "entered_by": croupier2.pk, "entered_at": at})
+    assert r.status_code == 400 and "entered_at" in r.json(), r.json()
+    r = accept(as_user(pitboss), relieved, {
+        **BODY, "entered_by": croupier.pk, "reason": REASON, "entered_at": at})
+    assert r.status_code == 400 and "entered_at" in r.json(), r.json()
+    assert written() == before
+
+
+def test_a_fast_clock_within_five_minutes_is_kept(as_user, relieved, croupier2):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    at = timezone.now() + timedelta(minutes=3)
+    r = record(as_user(croupier2), relieved,
+               {**BODY, "entered_by": croupier2.pk, "entered_at": at.isoformat()})
+    assert r.status_code == 201, r.json()

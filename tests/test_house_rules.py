@@ -186,6 +186,7 @@ BAD = [
     ({"tableau_version": "no-such-tableau"}, "tableau_version"),
     ({"effective_from": "2020-01-01"}, "effective_from"),
     ({"effective_from": "tomorrow"}, "effective_from"),
+    ({"effective_from": "9999-12-31"}, "effective_from"),  # 5 years ahead at most
     ({"odds": "better"}, None),  # an unknown rule: ignored fields are not rules
 ]
 

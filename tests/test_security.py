@@ -45,7 +45,9 @@ def test_the_limit_is_five_failures_for_a_quarter_of_an_hour(settings):
     assert settings.AXES_FAILURE_LIMIT == 5
     assert settings.AXES_COOLOFF_TIME == timedelta(minutes=15)
     assert settings.AXES_LOCKOUT_PARAMETERS == [["username", "ip_address"]]
-    assert settings.AUTHENTICATION_BACKENDS[0] == "axes.backends.AxesStandaloneBackend"
+    assert settings.AUTHENTICATION_BACKENDS[:2] == [
+        "casino.backends.AddressLimit", "axes.backends.AxesStandaloneBackend"]
+    assert settings.LOGIN_ADDRESS_FAILURE_LIMIT == 30
 
 
 @pytest.mark.django_db

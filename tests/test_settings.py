@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from casino.dbsession import session_options
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -187,23 +189,35 @@ def test_each_process_sets_its_own_database_limits_at_connect():
     """casino/dbsession.py: web requests short, workers and commands long,
     sent as the connection's startup options (no role setting lifts them)."""
     web = _limits("-c", "import casino.wsgi\n" + SHOW_LIMITS.replace("; ", "\n"))
-    assert web == "web -c statement_timeout=30000 -c lock_timeout=5000"
+    pins = session_options()  # the settings every session runs under
+    assert web == f"web {pins} -c statement_timeout=30000 -c lock_timeout=5000"
     command = _limits("manage.py", "shell", "-c", SHOW_LIMITS)
-    assert command == "worker -c statement_timeout=3600000 -c lock_timeout=60000"
+    assert command == (f"worker {pins} -c statement_timeout=3600000 "
+                       "-c lock_timeout=60000")
     # a Celery worker (or beat) switches itself at start
     worker = _limits("-c", "import casino.wsgi\n"
                      "from celery.signals import celeryd_init\n"
                      "celeryd_init.send(sender='w', instance=None, conf=None, "
                      "options={})\n" + SHOW_LIMITS.replace("; ", "\n"))
-    assert worker == "worker -c statement_timeout=3600000 -c lock_timeout=60000"
+    assert worker == (f"worker {pins} -c statement_timeout=3600000 "
+                      "-c lock_timeout=60000")
     # set by the operator; limits in the URL's own options give way to them
     tuned = _limits(
         "manage.py", "shell", "-c", SHOW_LIMITS, DB_WORKER_STATEMENT_TIMEOUT="7200",
         DB_WORKER_LOCK_TIMEOUT="2.5",
         DATABASE_URL="postgres://app@db:5432/casino?options=-c%20statement_timeout%3D0"
         "%20-c%20search_path%3Dpublic")
-    assert tuned == ("worker -c search_path=public -c statement_timeout=7200000 "
-                     "-c lock_timeout=2500")
+    assert tuned == (f"worker {pins} -c search_path=public "
+                     "-c statement_timeout=7200000 -c lock_timeout=2500")
     sqlite = _limits("manage.py", "shell", "-c", SHOW_LIMITS,
                      DATABASE_URL="sqlite:///var/limits.sqlite3")
     assert sqlite == "worker None"
+
+
+def test_celery_takes_json_only():
+    """A message or result read from Redis is data, never code (issue 33)."""
+    from casino.celery import app
+
+    assert list(app.conf.accept_content) == ["json"]
+    assert list(app.conf.result_accept_content) == ["json"]
+    assert app.conf.task_serializer == app.conf.result_serializer == "json"

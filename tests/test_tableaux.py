@@ -298,6 +298,7 @@ def test_api_assign_from_tomorrow_offers_a_reaudit(as_user, manager, table, club
 @pytest.mark.parametrize("over, field", [
     ({"effective_from": "2001-01-01"}, "effective_from"),
     ({"effective_from": "tomorrow"}, "effective_from"),
+    ({"effective_from": "9999-12-31"}, "effective_from"),
     ({"tableau_version": "nope"}, "tableau_version"),
     ({"tableau_version": 7}, "tableau_version"),
     ({"reason": ""}, "reason"),

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from casino.access import ByRoute
 from casino.api import IdFilter, parse_id
+from casino.bounds import check_day
 from casino.models import ChangeLog
 from casino.roles import CROUPIER, user_roles
 from casino.trail import trail_verify
@@ -300,14 +301,24 @@ def session_croupier_for(user, croupier_id: int | None):
     return other
 
 
+def _stats_day(params, field: str, default: date) -> date:
+    """One end of the range, 2000 to a year ahead (casino/bounds.py): a day
+    past them is refused before any arithmetic on it can overflow."""
+    try:
+        day = date.fromisoformat(params.get(field) or default.isoformat())
+    except ValueError:
+        raise ValidationError({field: "dates are YYYY-MM-DD"}) from None
+    try:
+        check_day(field, day)
+    except Invalid as exc:
+        raise ValidationError({field: exc.message}) from None
+    return day
+
+
 def stats_range(params) -> tuple[date, date, int | None]:
     today = timezone.localdate()
-    try:
-        day_to = date.fromisoformat(params.get("to") or today.isoformat())
-        day_from = date.fromisoformat(
-            params.get("from") or (day_to - timedelta(days=6)).isoformat())
-    except ValueError:
-        raise ValidationError({"from": "dates are YYYY-MM-DD"}) from None
+    day_to = _stats_day(params, "to", today)
+    day_from = _stats_day(params, "from", day_to - timedelta(days=6))
     if day_from > day_to or (day_to - day_from).days > 366:
         raise ValidationError({"from": "a range of at most a year, from <= to"})
     table = params.get("table") or None

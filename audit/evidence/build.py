@@ -22,6 +22,7 @@ build then finds it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import date
@@ -85,13 +86,15 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     prog.expected = sum(querysets[label].count() for label in LABELS)
     bundle = Bundle(path)
     try:
-        with bundle.part("ledger.jsonl") as part, _snapshot():
+        with bundle.part("ledger.jsonl") as part, _snapshot() as snapshot:
+            # the log's search for the segment's end, in the server, meanwhile
+            scan = _Scan(sel, querysets, snapshot) if snapshot else None
             members = write_ledger(part, querysets, sel.sessions, prog.step)
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
                 part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
                            .encode())
-        windows, anchors = _windows(sel, members)
+        windows, anchors = _windows(sel, members, scan.result() if scan else None)
         prog.expected += sum(_count(w) for w in windows)
         written = Written(members)
         try:
@@ -139,10 +142,68 @@ def _snapshot():
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
                                "READ ONLY")
-        yield
+                cursor.execute("SELECT pg_export_snapshot()")
+                yield cursor.fetchone()[0]  # for _Scan: the very same rows
+        else:
+            yield None
 
 
 # -- the log segment ----------------------------------------------------------------
+
+class _Scan:
+    """`_writers` in a thread of its own, with its own connection in the
+    ledger's snapshot (PostgreSQL's exported snapshot: the same rows), while
+    the ledger part is written: the search is the server's work (a pass over
+    the log's ledger maps), so the two overlap on two cores. Its members are
+    the ledger part's rows, read by their pks."""
+
+    def __init__(self, sel: Selection, querysets: dict, snapshot: str):
+        import threading
+
+        self.sel, self.querysets, self.snapshot = sel, querysets, snapshot
+        self.out, self.error = None, None
+        self.thread = threading.Thread(target=self.run, name="evidence-scan")
+        self.thread.start()
+
+    def run(self) -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                               "READ ONLY")
+                cursor.execute("SET TRANSACTION SNAPSHOT %s", [self.snapshot])
+                members = {label: _pks(label, self.querysets[label])
+                           for label in LABELS if label not in CHILDREN}
+                opened = _opened(self.sel)
+                self.out = (opened, *_writers(opened, members)) if (
+                    opened is not None) else None
+        except Exception as exc:  # noqa: BLE001 - raised again in the builder
+            self.error = exc
+        finally:
+            connection.close()  # this thread's own
+
+    def result(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.out
+
+
+def _pks(label: str, queryset) -> Keys:
+    from casino.trail import BOUND_ONLY
+
+    keys = Keys()
+    for pk in queryset.filter(**BOUND_ONLY.get(label, {})).order_by().values_list(
+            "pk", flat=True).iterator(chunk_size=20000):
+        keys.add(pk)
+    return keys.freeze()
+
+
+def _opened(sel: Selection) -> int | None:
+    """The log row that opened the period's first session."""
+    return Seal.objects.filter(
+        label="tables.tablesession", key__in=[str(s) for s in sel.sessions]
+    ).aggregate(m=Min("log_id"))["m"]
+
 
 def _writers(lo: int, members: dict[str, Keys]) -> tuple[int, dict]:
     """The latest log row from row `lo` to the head naming any bundle row,
@@ -211,16 +272,14 @@ def _latest_pg(lo: int, members: dict[str, Keys]) -> int:
         return cursor.fetchone()[0] or 0
 
 
-def _windows(sel: Selection, members: dict[str, Keys]
+def _windows(sel: Selection, members: dict[str, Keys], scanned=None
              ) -> tuple[list[dict], list[dict]]:
     if not sel.sessions:
         return [], []
-    opened = Seal.objects.filter(
-        label="tables.tablesession", key__in=[str(s) for s in sel.sessions]
-    ).aggregate(m=Min("log_id"))["m"]
+    opened = _opened(sel) if scanned is None else scanned[0]
     if opened is None:
         raise EvidenceError("the period's sessions are not in the trail")
-    latest, found = _writers(opened, members)
+    latest, found = _writers(opened, members) if scanned is None else scanned[1:]
     needed = [(opened, max(latest, opened))]
     for label in OLDER:
         missing = sorted(set(members[label]) - found[label])
@@ -270,13 +329,49 @@ def _pages(first: int, last: int | None, *fields: str):
 
 
 def _write_log(part, window: dict, prog: _Progress, written: Written) -> None:
-    for page in _pages(window["first"], window["last"], *LOG_FIELDS):
+    pages = (_pages_pg if connection.vendor == "postgresql" else _pages_orm)
+    for page in pages(window["first"], window["last"]):
         for row in page:
-            row = row._asdict()
             written.add(row["ledger"])
-            row["at"] = _when(row["at"])
             part.write(_line(row))
         prog.step(len(page))
+
+
+def _pages_orm(first: int, last: int):
+    for page in _pages(first, last, *LOG_FIELDS):
+        rows = []
+        for row in page:
+            row = row._asdict()
+            row["at"] = _when(row["at"])
+            rows.append(row)
+        yield rows
+
+
+def _pages_pg(first: int, last: int):
+    """As `_pages_orm`, the server writing the time as the trail does and
+    the JSON columns as text, decoded once here (not through the ORM's
+    converters)."""
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from .rows import _UTC
+
+    loads = json.loads
+    as_text = {"_at": _UTC("at"), **{f"_{n}": Cast(n, TextField())
+                                     for n in ("old", "new", "ledger")}}
+    columns = [f"_{n}" if f"_{n}" in as_text else n for n in LOG_FIELDS]
+    for lo in range(first, last + 1, CHUNK):
+        page = (ChangeLog.objects.filter(id__gte=lo,
+                                         id__lte=min(lo + CHUNK - 1, last))
+                .order_by("id").annotate(**as_text).values_list(*columns))
+        rows = []
+        for values in page:
+            row = dict(zip(LOG_FIELDS, values, strict=True))
+            for name in ("old", "new", "ledger"):
+                if row[name] is not None:
+                    row[name] = loads(row[name])
+            rows.append(row)
+        yield rows
 
 
 # -- the commission report ------------------------------------------------------

@@ -2,7 +2,7 @@
 does not hold (another table's, another day's, a gaming-day close...).
 
 The verifier requires every row a log row of the windows wrote, of every
-kind but those no bundle carries (tools/evidence_complete.py NOT_CARRIED,
+kind but those no bundle carries (tools/evidence_verifier/complete.py NOT_CARRIED,
 kept equal to ours by a test), at the state the latest such write left it:
 so a row removed from the bundle is named, whatever its kind, with no list
 of kinds to keep up to date. These rows are checked against the log and not

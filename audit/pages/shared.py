@@ -26,6 +26,14 @@ once.
 
 With FLOOR_SHARE_SECONDS = 0, or the cache down, every request renders its
 own (as before).
+
+A copy is HTML served as it is, so it is served only as this app stored it:
+the cache signs each entry over its key, its value and its expiry
+(casino/cache.py). A copy written into Redis by anyone else, or a genuine
+one moved to another key (another state's floor), is a miss: this request
+renders its own. And every page carries a Content-Security-Policy without
+inline scripts (casino/settings.py), so a `<script>` that got into a page
+would not run either.
 """
 
 from __future__ import annotations
@@ -115,7 +123,7 @@ def shared(kind: str, build: Callable[[], str], query: str = "") -> SafeString:
     try:
         entry = cache.get(key)
         if entry is not None:
-            rendered_at, html = entry
+            rendered_at, html = _unpack(entry)
             if _now() - rendered_at < seconds:
                 return mark_safe(html)
             if cache.add(f"{key}:rendering", 1, seconds):
@@ -133,10 +141,22 @@ def shared(kind: str, build: Callable[[], str], query: str = "") -> SafeString:
     return mark_safe(_render(key, build, seconds))
 
 
+def _pack(rendered_at: float, html: str) -> str:
+    """A copy as one string, its time on the first line: the cache stores a
+    string as it is (casino/cache.py), where JSON would escape every quote
+    of the HTML."""
+    return f"{rendered_at!r}\n{html}"
+
+
+def _unpack(entry: str) -> tuple[float, str]:
+    rendered_at, _, html = entry.partition("\n")
+    return float(rendered_at), html
+
+
 def _render(key: str, build: Callable[[], str], seconds: int) -> str:
     html = build()
     try:
-        cache.set(key, (_now(), str(html)), KEEP * seconds)
+        cache.set(key, _pack(_now(), str(html)), KEEP * seconds)
         cache.delete(f"{key}:rendering")
     except Exception as exc:
         log.warning("floor share: the cache cannot be written (%s)", exc)

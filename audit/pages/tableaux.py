@@ -17,6 +17,8 @@ from django.views.decorators.http import require_POST
 
 from casino.access import route_page
 from casino.api import parse_id
+from casino.bounds import check_day
+from casino.errors import Invalid
 from casino.roles import has_capability
 from tables.api.views import device_of
 from tables.errors import ServiceError
@@ -138,7 +140,8 @@ def tableau_detail(request, pk: int):
     if assigned:
         try:
             start = date.fromisoformat(request.GET.get("from", ""))
-        except ValueError:
+            check_day("from", start)
+        except (ValueError, Invalid):  # a hint for the re-audit offer only
             start = None
     from_day, to_day = _default_period(start or tomorrow)
     return render(request, "audit/tableau.html", {

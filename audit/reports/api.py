@@ -7,9 +7,6 @@ kept queued (it is sent when the queue is back).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.conf import settings
 from django.db import transaction
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
@@ -24,6 +21,7 @@ from casino.roles import Can
 
 from . import reaudit as reaudit_services
 from . import services
+from .files import job_file_open, job_name
 from .models import ReauditFinding, ReauditRun, ReportJob, Status
 from .odds import as_decimal, compute_odds
 from .selectors import commission_report
@@ -102,13 +100,13 @@ class ReportDetail(RetrieveAPIView):
     permission_classes = [Can("report.read")]
 
 
-def job_file_response(job: ReportJob) -> FileResponse:
-    if job.status != Status.DONE or not job.file:
-        raise Http404("this report has no file (yet)")
-    path = Path(settings.MEDIA_ROOT) / job.file
-    if not path.is_file():
-        raise Http404("the report file is missing")
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=job.filename,
+def job_file_response(job: ReportJob, *, user=None,
+                      device: str = "") -> FileResponse:
+    """The job's file from the path the app derives, once its digest is
+    checked against the trail (files.job_file_open): NotFound or
+    RecordChanged (409, a critical flag) otherwise."""
+    f = job_file_open(job, user=user, device=device)
+    return FileResponse(f, as_attachment=True, filename=job_name(job),
                         content_type=CONTENT_TYPES[job.format])
 
 
@@ -120,7 +118,7 @@ class ReportDownload(APIView):
         job = ReportJob.objects.filter(pk=pk).first()
         if job is None:
             raise Http404("no such report")
-        return job_file_response(job)
+        return job_file_response(job, user=request.user, device=_device(request))
 
 
 def report_json(report) -> dict:

@@ -49,7 +49,7 @@ from tables.services.house import rules_in_force
 
 from .models import ReauditRun, ReportJob, Status
 from .reaudit import reaudit_dispatch
-from .services import report_dispatch, report_request
+from .services import nightly_request, report_dispatch
 
 log = logging.getLogger(__name__)
 DEFAULT_CUTOFF = 6
@@ -111,20 +111,9 @@ def gaming_day_close(*, now: datetime | None = None, format: str = "pdf",  # noq
 
 
 def table_report(*, table: Table, day: date, format: str = "pdf"):  # noqa: A002
-    """Gaming day ``day``'s commission report for one table, once (None if it
-    was asked for already)."""
-    key = f"nightly:commission:{table.pk}:{day.isoformat()}:{format}"
-    if ReportJob.objects.filter(dedupe_key=key).exists():
-        return None
-    try:
-        with transaction.atomic():
-            return report_request(
-                user=None, kind="commission", format=format, from_day=day,
-                to_day=day, group_by="croupier", table_ids=[table.pk],
-                source=ReportJob.Source.NIGHTLY, dedupe_key=key, device="beat",
-            )
-    except IntegrityError:  # a concurrent run made it first
-        return None
+    """Gaming day ``day``'s commission report for one table, once (None if a
+    job the trail knows was asked for it already: services.nightly_request)."""
+    return nightly_request(table=table, day=day, format=format)
 
 
 def _survey(cutoff: int, day: date, tables: list[Table]) -> int | None:

@@ -12,6 +12,7 @@ import glob
 import hashlib
 import logging
 import os
+import secrets
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -21,11 +22,14 @@ from django.utils import timezone
 
 from casino.celery import by_name, publish
 from casino.changelog import log_action
+from casino.continuity import alarm, guard, seal_check
+from casino.errors import RecordChanged
 from tables.errors import Invalid
 from tables.models import Table
 from tables.services import gaming_day_for
 
 from ..periods import check_period, check_tables
+from .files import job_name, reports_folder
 from .models import ReportJob, Status
 from .selectors import GROUPS
 
@@ -103,26 +107,36 @@ def report_progress(job_id: int, *, rows: int, expected: int,
 
 
 def _claim(job_id: int) -> ReportJob | None:
-    """Start an attempt: None if there is nothing to build (gone, or built by
-    an earlier delivery of the task). Files an interrupted attempt left half
+    """Start an attempt: None if there is nothing to build (gone, built by an
+    earlier delivery of the task, or not a job the trail knows in this state:
+    a row inserted or changed by hand, or a forged message naming one, builds
+    nothing; the alarm says so). Files an interrupted attempt left half
     written (its worker was killed) are removed here."""
-    with transaction.atomic():
-        job = ReportJob.objects.select_for_update().filter(pk=job_id).first()
-        if job is None or job.status == Status.DONE:
-            return None  # gone, or already built: a redelivery does nothing
-        for stale in _folder().glob(f".{glob.escape(job.filename)}.*.tmp"):
-            stale.unlink(missing_ok=True)
-        job.status, job.started_at = Status.RUNNING, timezone.now()
-        job.percent = job.rows = job.rows_expected = 0
-        job.attempts += 1
-        job.error = ""
-        job.save(update_fields=["status", "started_at", "percent", "rows",
-                                "rows_expected", "attempts", "error"])
-        return job
+    try:
+        with guard(device="celery"):
+            job = ReportJob.objects.select_for_update().filter(pk=job_id).first()
+            if job is None or job.status == Status.DONE:
+                return None  # gone, or already built: a redelivery does nothing
+            seal_check(job)
+            name = job_name(job)
+            for stale in _folder().glob(f".{glob.escape(name)}.*.tmp"):
+                stale.unlink(missing_ok=True)
+            job.status, job.started_at = Status.RUNNING, timezone.now()
+            job.percent = job.rows = job.rows_expected = 0
+            job.attempts += 1
+            job.error = ""
+            job.save(update_fields=["status", "started_at", "percent", "rows",
+                                    "rows_expected", "attempts", "error"])
+            log_action(action="reports.report.started", device="celery", obj=job,
+                       new={"attempt": job.attempts})
+            return job
+    except RecordChanged as exc:
+        log.warning("report job %s not built: %s", job_id, exc)
+        return None
 
 
 def _folder() -> Path:
-    folder = Path(settings.MEDIA_ROOT) / "reports"
+    folder = reports_folder()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -133,6 +147,7 @@ def _current(job: ReportJob) -> ReportJob | None:
     this one ran: a visibility timeout shorter than the build) or finished it."""
     current = ReportJob.objects.select_for_update().get(pk=job.pk)
     if current.status == Status.RUNNING and current.attempts == job.attempts:
+        seal_check(current)  # the state its finishing write builds on
         return current
     return None
 
@@ -147,8 +162,8 @@ def report_build(*, job_id: int) -> ReportJob | None:
     job = _claim(job_id)
     if job is None:
         return ReportJob.objects.filter(pk=job_id).first()
-    final = _folder() / job.filename
-    tmp = final.with_name(f".{job.filename}.{job.attempts}-{os.getpid()}.tmp")
+    final = _folder() / job_name(job)  # the path downloads derive (files.py)
+    tmp = final.with_name(f".{final.name}.{job.attempts}-{os.getpid()}.tmp")
     try:
         rows, stamp = _build_file(job, tmp)
         size, sha256 = _digest(tmp)
@@ -162,7 +177,20 @@ def report_build(*, job_id: int) -> ReportJob | None:
             log.warning("report job %s: attempt %s superseded (%s)", job.pk,
                         job.attempts, exc)
         return done
-    with transaction.atomic():
+    try:
+        return _publish(job, tmp, final, rows=rows, stamp=stamp, size=size,
+                        sha256=sha256)
+    except RecordChanged as exc:  # changed by hand while it was built
+        tmp.unlink(missing_ok=True)
+        log.warning("report job %s not published: %s", job.pk, exc)
+        return ReportJob.objects.get(pk=job.pk)
+
+
+def _publish(job: ReportJob, tmp: Path, final: Path, *, rows: int, stamp: dict,
+             size: int, sha256: str) -> ReportJob:
+    """Put the file in place and mark the job done, with the file's digest
+    sealed in the trail by the same write (what a download checks)."""
+    with guard(device="celery"):
         current = _current(job)
         if current is None:
             tmp.unlink(missing_ok=True)
@@ -192,12 +220,22 @@ def _digest(path: Path) -> tuple[int, str]:
 
 def report_fail(*, job_id: int, error: str, attempt: int | None = None) -> ReportJob:
     """Mark the job failed, saying why; an attempt that was superseded (see
-    _current) leaves the job to the attempt that took it over."""
-    with transaction.atomic():
+    _current) leaves the job to the attempt that took it over; a job changed
+    by hand is left as it is (the alarm is raised)."""
+    try:
+        return _fail(job_id, error, attempt)
+    except RecordChanged as exc:
+        log.warning("report job %s not marked failed: %s", job_id, exc)
+        return ReportJob.objects.get(pk=job_id)
+
+
+def _fail(job_id: int, error: str, attempt: int | None) -> ReportJob:
+    with guard(device="celery"):
         job = ReportJob.objects.select_for_update().get(pk=job_id)
         if attempt is not None and (job.status != Status.RUNNING
                                     or job.attempts != attempt):
             return job
+        seal_check(job)
         job.status, job.error, job.finished_at = Status.FAILED, error, timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
         log_action(action="reports.report.failed", user=None, device="celery",
@@ -275,6 +313,47 @@ def _detail_rules(params: dict) -> list[dict]:
                            params.get("tables") or None)
 
 
+def nightly_key(table_id: int, day: date, format: str) -> str:  # noqa: A002
+    return f"nightly:commission:{table_id}:{day.isoformat()}:{format}"
+
+
+def _sealed_as_is(job: ReportJob) -> bool:
+    """Whether the trail sealed this job in the state it is in; a row
+    inserted or changed by hand is no proof of anything (the alarm says so)."""
+    try:
+        seal_check(job)
+    except RecordChanged as exc:
+        alarm(exc, device="beat")
+        return False
+    return True
+
+
+def nightly_request(*, table: Table, day: date,
+                    format: str = "pdf") -> ReportJob | None:  # noqa: A002
+    """Gaming day ``day``'s commission report for one table, once: None if a
+    job the trail knows was asked for it already. A job under its key that
+    the trail does not know (the runtime role can insert a "done" one for
+    the days to come) suppresses nothing: the alarm is raised and the report
+    is asked for under the key and a random suffix (the forged row holds the
+    key's place; the next run finds the sealed job by the key's prefix)."""
+    key = nightly_key(table.pk, day, format)
+    held = [job for job in ReportJob.objects.filter(dedupe_key__startswith=key)
+            if job.dedupe_key == key or job.dedupe_key.startswith(f"{key}:")]
+    if any(_sealed_as_is(job) for job in held):
+        return None
+    if held:
+        key = f"{key}:{secrets.token_hex(6)}"
+    try:
+        with transaction.atomic():
+            return report_request(
+                user=None, kind="commission", format=format, from_day=day,
+                to_day=day, group_by="croupier", table_ids=[table.pk],
+                source=ReportJob.Source.NIGHTLY, dedupe_key=key, device="beat",
+            )
+    except IntegrityError:  # a concurrent run made it first
+        return None
+
+
 def nightly_reports(*, now: datetime | None = None, cutoff_hour: int | None = None,
                     format: str = "pdf") -> list[ReportJob]:  # noqa: A002
     """The previous gaming day's commission report for every open table (whose
@@ -287,15 +366,7 @@ def nightly_reports(*, now: datetime | None = None, cutoff_hour: int | None = No
         if cutoff_hour is not None and cutoff != cutoff_hour:
             continue
         day = gaming_day_for(now, cutoff) - timedelta(days=1)
-        key = f"nightly:commission:{table.pk}:{day.isoformat()}:{format}"
-        if ReportJob.objects.filter(dedupe_key=key).exists():
-            continue
-        try:
-            jobs.append(report_request(
-                user=None, kind="commission", format=format, from_day=day,
-                to_day=day, group_by="croupier", table_ids=[table.pk],
-                source=ReportJob.Source.NIGHTLY, dedupe_key=key, device="beat",
-            ))
-        except IntegrityError:  # a concurrent run made it first
-            continue
+        job = nightly_request(table=table, day=day, format=format)
+        if job is not None:
+            jobs.append(job)
     return jobs

@@ -14,7 +14,7 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -171,7 +171,12 @@ def job_page(request, pk: int):
 
 @capability("report.read")
 def job_download(request, pk: int):
-    return job_file_response(get_object_or_404(ReportJob, pk=pk))
+    job = get_object_or_404(ReportJob, pk=pk)
+    try:
+        return job_file_response(job, user=request.user, device="reports page")
+    except ServiceError as exc:  # no file (404), or not the sealed one (409)
+        return HttpResponse(f"{exc.message}\n", status=exc.status,
+                            content_type="text/plain; charset=utf-8")
 
 
 @capability("report.read")

@@ -1,7 +1,7 @@
 """CSV and XLSX writers for a Document (sheets.py).
 
-CSV: the stamp as `key,value` lines, a blank line, then each sheet (its name,
-header, rows, totals). Money is written as the exact decimal text.
+CSV: the stamp as `key,value` lines, a blank line, then each sheet (its name
+as `# Name`, header, rows, totals). Money is written as the exact decimal text.
 XLSX: one worksheet per sheet, the stamp above a frozen header, numbers as
 numeric cells with number formats (never text), so finance can add them up.
 Text is never a formula: every free-text value (table and user names...) goes
@@ -98,7 +98,8 @@ def write_csv(doc: Document, path, progress: Progress = None) -> int:
         write_stamp(w, doc.stamp)
         for sheet in doc.sheets:
             w.writerow([])
-            w.writerow([f"== {sheet.name}"])
+            # the section's own heading is text too: never "== ..." (a formula)
+            w.writerow([cell_text(f"# {sheet.name}")])
             w.writerow([cell_text(c.header) for c in sheet.columns])
             for row in sheet.rows:
                 w.writerow([cell_text(v) for v in row])

@@ -10,13 +10,12 @@ from .cagnotte import (
 )
 from .flags import (
     coup_correct_reviewed,
-    decision_barred,
     finding_key,
     flag_confirm,
     flag_dismiss,
     flags_sync,
-    may_decide,
 )
+from .four_eyes import decision_barred, may_decide
 
 __all__ = [
     "cagnotte_attest",

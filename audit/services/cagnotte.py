@@ -13,6 +13,12 @@ true. A pit boss other than the counter decides the flag first (confirms the
 variance, with a reason, or dismisses it once a recount or a correction
 makes the box and the commission agree); the attestation then stands on a
 decided record, and names the decision.
+
+Four eyes hold on a recount too: a matching recount resolves the flag only
+when made by a pit boss whose work the flag is not about (not the one whose
+count differed, nor anyone who raised or moved it: `decision_barred`).
+Otherwise the flag stays open, "to review", for another pit boss to decide
+or to recount; the page and the API both count through `cagnotte_count`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from tables.models import TableSession
 from tables.rollups import current_coups
 
 from ..models import CagnotteAttestation, CagnotteCount, Flag, FlagEvent
+from .four_eyes import may_decide
 from .integrity import flag_state_check
 
 ZERO = Decimal("0.00")
@@ -99,28 +106,15 @@ def cagnotte_count(*, session: TableSession, counted, user, reason: str = "",
 
 def _variance_flag(session, count, counted, computed, *, user, why: str,
                    correction: bool = False) -> None:
-    """Raise, update or resolve the session's one cagnotte flag. A matching
-    recount resolves it; a `correction` that makes the box match closes
-    nothing by itself (four eyes): the flag stays open, resolved by a
-    correction, to review by another pit boss."""
+    """Raise, update or resolve the session's one cagnotte flag."""
     finding = chemmy.cagnotte_variance_finding(counted=counted, computed=computed)
     flag = (Flag.objects.select_for_update()
             .filter(ident=f"c:{session.pk}").first())
     now = timezone.now()
     if finding is None:
-        if flag is not None and flag.live:
-            flag.live = False
-            fields = ["live"]
-            detail = {"computed": str(computed)}
-            if flag.is_open and correction:
-                detail["to_review"] = True
-            elif flag.is_open:
-                flag.status, flag.decided_at, flag.decided_by = (
-                    Flag.Status.RESOLVED, now, user)
-                fields += ["status", "decided_at", "decided_by"]
-            flag.save(update_fields=fields)
-            FlagEvent.objects.create(flag=flag, at=now, user=user, action="resolved",
-                                     reason=why, detail=detail)
+        if flag is not None:
+            _box_matches(flag, count, computed, user=user, why=why, now=now,
+                         correction=correction)
         return
     detail = {"counted": str(counted), "computed": str(computed),
               "difference": str(counted - computed)}
@@ -144,6 +138,39 @@ def _variance_flag(session, count, counted, computed, *, user, why: str,
     flag.save()
     FlagEvent.objects.create(flag=flag, at=now, user=user,
                              action="moved" if was_open else "raised_again",
+                             reason=why, detail=detail)
+
+
+def _box_matches(flag, count, computed, *, user, why: str, now,
+                 correction: bool) -> None:
+    """The box and the commission agree now. Four eyes: a matching recount
+    closes the open flag (resolved) only when the recounter's own work is
+    not what the flag is about (`decision_barred`: he made the count that
+    differed, raised or moved the flag...); a `correction` closes nothing by
+    itself. Otherwise the flag stays open, no longer live, "to review", for
+    another pit boss to confirm or dismiss; a matching recount by such a
+    pit boss resolves it as well."""
+    recount = not correction
+    if not flag.live and not (flag.is_open and recount):
+        return
+    detail = {"computed": str(computed)}
+    if recount:
+        detail["count"] = count.pk
+    fields = ["live"]
+    if flag.is_open:
+        if recount and may_decide(flag, user):
+            flag.status, flag.decided_at, flag.decided_by = (
+                Flag.Status.RESOLVED, now, user)
+            fields += ["status", "decided_at", "decided_by"]
+        elif flag.live:
+            detail["to_review"] = True
+            if recount:
+                detail["recount"] = True
+        else:
+            return  # to review already: his recount changes nothing
+    flag.live = False
+    flag.save(update_fields=fields)
+    FlagEvent.objects.create(flag=flag, at=now, user=user, action="resolved",
                              reason=why, detail=detail)
 
 

@@ -41,7 +41,7 @@ from time import monotonic
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from casino.changelog import log_action
@@ -52,16 +52,17 @@ from tables.services import CorrectionResult, StakeInput, coup_correct
 
 from ..models import Flag, FlagEvent
 from .flag_raise import finding_key
+from .four_eyes import (
+    FOUR_EYES,
+    decision_barred,  # noqa: F401 (its old home, re-exported)
+    may_decide,
+)
 from .integrity import flag_state_check
 
 SYNC_LOCK_KEY = 0x464C47  # "FLG"
 SANCTIONED = {"false_draw", "draw_after_natural"}
 STRUCTURE_CODE = "turn_structure"
 SHOE_COUNT = "shoe_count"
-# History steps whose user raised the flag or put it where it stands now.
-RAISING = ("raised", "raised_again", "moved")
-FOUR_EYES = ("four eyes: this flag was raised by your own work (your entry, "
-             "count or correction); another pit boss must decide it")
 
 
 def _event(flag: Flag, action: str, *, user=None, reason="", coup=None, at=None,
@@ -228,35 +229,6 @@ def _origin(coup: Coup, key: str) -> Coup:
             break
         origin = rev
     return origin
-
-
-def decision_barred(flag: Flag) -> set[int]:
-    """Who may not confirm or dismiss this flag (four eyes): whoever raised
-    it (`author`), the croupier concerned and the one who entered its coup,
-    whoever wrote the revision it stands on (a correction or a re-settle),
-    whoever raised it again or moved it onto his own revision or recount, or
-    whose correction made it disappear ("resolved by a correction, to
-    review") (the flag's history), whoever made the count a variance flag is
-    about, and the pit boss who vouched for the coup by accepting it on its
-    croupier's behalf after a relief."""
-    barred = {flag.author_id, flag.croupier_id}
-    barred.update(flag.events.filter(
-        Q(action__in=RAISING) | Q(action="resolved", detail__to_review=True))
-        .values_list("user_id", flat=True))
-    if flag.coup_id is not None:
-        coup = Coup.objects.only(
-            "entered_by_id", "corrected_by_id", "accepted_by_id").get(pk=flag.coup_id)
-        barred.update((coup.entered_by_id, coup.corrected_by_id, coup.accepted_by_id))
-    if flag.count_id is not None:
-        barred.add(flag.count.counted_by_id)
-    barred.discard(None)
-    return barred
-
-
-def may_decide(flag: Flag, user) -> bool:
-    """Four eyes only (the role is casino.roles' business): False when the
-    user's own work raised or shaped the flag."""
-    return getattr(user, "pk", None) not in decision_barred(flag)
 
 
 def _lock_open(flag: Flag, user) -> Flag:

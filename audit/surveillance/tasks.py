@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from casino.celery import is_id, message_refused
+
 TASK = {"acks_late": True, "reject_on_worker_lost": True}
 
 
 @shared_task(name="audit.surveillance_run", **TASK)
 def surveillance_run_task(run_id: int) -> dict:
+    if not is_id(run_id):
+        return message_refused("audit.surveillance_run", f"run id {run_id!r}")
     from .runs import surveillance_execute
 
     run = surveillance_execute(run_id=run_id)

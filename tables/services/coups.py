@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import DataError, IntegrityError
 from django.utils import timezone
 
+from casino.bounds import check_moment
 from casino.continuity import guard, seal_check
 from casino.roles import CROUPIER, has_capability, user_roles
 
@@ -221,6 +222,8 @@ def _record(
     device: str,
     entered_at: datetime | None,
 ) -> RecordResult:
+    if entered_at is not None:  # the tablet's clock: 2000 to a few minutes ahead
+        check_moment("entered_at", entered_at)
     inp = coup_input(
         punter=punter,
         banker=banker,

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from casino.bounds import check_start_day
 from casino.changelog import log_action
 from casino.continuity import guard, seal_check
 
@@ -127,6 +128,7 @@ def _check_effective_from(table: Table, day: date, cutoff: int) -> None:
               "are never changed for coups already played")
             % {"day": day, "today": today},
         )
+    check_start_day("effective_from", day, today=today)
 
 
 def rules_in_force(table: Table, gaming_day: date) -> HouseRules | None:

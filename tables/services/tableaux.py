@@ -17,6 +17,7 @@ from datetime import date
 from django.db import transaction
 from django.utils import timezone
 
+from casino.bounds import check_start_day
 from casino.changelog import log_action
 
 from .. import chemmy
@@ -181,6 +182,7 @@ def tableau_assign(
                 f"never retroactive: {effective_from} is before the current "
                 f"gaming day ({today}); coups already played keep their tableau",
             )
+        check_start_day("effective_from", effective_from, today=today)
     return house_rules_change(
         table=table, user=user, reason=reason, device=device,
         effective_from=effective_from, tableau_version=tableau_version)

@@ -11,7 +11,8 @@ be refused before the view looks anything up.
 
 Then no 5xx: every GET again as every role, with real objects behind the ids
 (a played table, its flag, the nightly close's reports with no requester...),
-plain and with a NUL byte in every query parameter a view reads.
+plain and with a NUL byte in every query parameter a view reads; and every
+answer carries the Content-Security-Policy (casino/settings.py).
 """
 
 from __future__ import annotations
@@ -309,7 +310,7 @@ def get_urls() -> list[tuple[str, str]]:
 
 def server_errors(people, ids: dict[str, int], query: str = "") -> list[str]:
     """GET every URL, with real objects behind its ids, as every role: the
-    answers 5xx."""
+    answers 5xx, and those without the Content-Security-Policy."""
     wrong = []
     clients = {}
     for who in WHO:
@@ -325,6 +326,11 @@ def server_errors(people, ids: dict[str, int], query: str = "") -> list[str]:
             if r.status_code >= 500:
                 wrong.append(f"GET {path.split('?')[0]} ({key}) as {who}: "
                              f"{r.status_code}")
+            # and every answer, whatever its status, carries the policy
+            policy = r.headers.get("Content-Security-Policy", "")
+            if "script-src 'self';" not in policy + ";":
+                wrong.append(f"GET {path.split('?')[0]} ({key}) as {who}: "
+                             f"no Content-Security-Policy ({r.status_code})")
     return wrong
 
 

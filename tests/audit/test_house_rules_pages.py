@@ -106,6 +106,7 @@ def test_the_page_names_the_warnings_that_stop_play(manager, table):
     ({"decks": "nine"}, "decks"),
     ({"effective_from": "2020-01-01"}, "effective_from"),
     ({"effective_from": "soon"}, "effective_from"),
+    ({"effective_from": "9999-12-31"}, "effective_from"),
     ({"reason": ""}, "reason"),
 ])
 def test_a_bad_value_is_refused_on_the_page_naming_it(manager, table, change, field):

@@ -264,7 +264,7 @@ def test_the_kinds_left_out_are_the_same_on_both_sides():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "evidence_complete", VERIFIER.parent / "evidence_complete.py")
+        "evidence_complete", VERIFIER.parent / "evidence_verifier" / "complete.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     from audit.evidence.outside import NOT_CARRIED

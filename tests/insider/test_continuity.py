@@ -460,11 +460,9 @@ def test_every_column_a_coup_rests_on_changed_by_hand_refuses_the_next_coup(
     tablet: refused (409 naming the record), nothing written, the alarm
     raised; verify_trail names the row."""
     from django.contrib.auth.models import Group, User
-    from django.core.cache import cache
     from rest_framework.test import APIClient
 
     from casino.models import ApiToken
-    from casino.roles import _roles_key
     from casino.tokenauth import token_issue
     from casino.trail import DIGEST_EXCLUDE
     from tables.models import Coup, Table
@@ -499,9 +497,6 @@ def test_every_column_a_coup_rests_on_changed_by_hand_refuses_the_next_coup(
             coups = Coup.objects.count()
             sql(f'UPDATE "{model._meta.db_table}" SET "{field.column}" = %s '
                 f'WHERE "{model._meta.pk.column}" = %s', [value, row.pk])
-            # his roles as cached (the trusted state) until the entry expires:
-            # as after ROLE_CACHE_SECONDS, the next request reads the rows
-            cache.delete(_roles_key(croupier.pk))
             r = tablet.post(url, body, format="json")
             # refused: the record named (409), or the token no longer signs
             # him in (a column that decides who he is: 401), or his membership

@@ -118,7 +118,8 @@ def assert_built_once(job_id: int, download_url: str, api, settings):
     trail = ChangeLog.objects.filter(object_type="reports.reportjob",
                                      object_id=str(job.pk))
     assert Counter(trail.values_list("action", flat=True)) == {
-        "reports.report.requested": 1, "reports.report.built": 1}
+        "reports.report.requested": 1, "reports.report.started": 2,
+        "reports.report.built": 1}  # each attempt's start is sealed
 
 
 def test_report_pool_child_killed_mid_build(start_worker, hold_dir, croupier,

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('casino', '0012_anchor_records'),
+        ('casino', '0014_sessions_hashed'),
     ]
 
     operations = [

@@ -1,6 +1,6 @@
 """What tools/verify_evidence.py checks of a bundle's completeness and of
-its report's place in it. Standard library only, loaded by path beside the
-verifier (no package, no Django).
+its report's place in it. Standard library only (no Django), loadable by
+path on its own.
 
 Completeness, by the log and not by a list of kinds. Every log row of the
 bundle's windows names each ledger row it wrote, by label and key, with the
@@ -120,7 +120,7 @@ class Completeness:
     # .. outside.jsonl ..
     def outside(self, v, lines) -> None:
         """Each row of `outside.jsonl` checked against the log like a ledger
-        row (`v.bound`); a "later" marker only for a row the design updates
+        row (`v.bind`); a "later" marker only for a row the design updates
         that the period's rows do not hold."""
         for item in lines:
             label, key = item.get("label"), item.get("key")
@@ -134,7 +134,7 @@ class Completeness:
             if not isinstance(item.get("row"), dict):
                 v.problems.add(f"{PART}: {label} {key} without its row")
                 continue
-            v.bound(label, key, item["row"], item.get("id"))
+            v.bind(label, key, item["row"])
             v.counts[f"outside: {label}"] += 1
             self.outside_keys.append((label, key))
             if len(self.outside_keys) >= 20000:
@@ -146,7 +146,7 @@ class Completeness:
     def _not_the_periods(v, key: str, row: dict) -> None:
         """A coup of the period's tables and days belongs to the ledger part,
         where it is re-settled and counted against the report."""
-        rules = v.globals.get("tables.houserules", {}).get(str(row.get("rules_id")))
+        rules = v.house_rules.get(str(row.get("rules_id")))
         day = row.get("gaming_day")
         if rules is not None and isinstance(day, str) and v.in_period(
                 rules["table_id"], day):
@@ -227,7 +227,8 @@ class Completeness:
         of `group`, the revisions in the bundle), is the one the log wrote
         last: revisions renumbered would leave an older one settled. (A later
         revision removed is named as missing.) Asked only where a seq has
-        several revisions: a corrected coup."""
+        several revisions: a corrected coup. In the main process: the
+        re-settling ones send each such group's keys, shoe and seq."""
         keys = [c["_key"] for c in group]
         rids = dict(self.named.db.execute(
             "SELECT key, rid FROM named WHERE label = 'tables.coup' AND key IN "
