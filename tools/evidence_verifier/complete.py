@@ -82,6 +82,8 @@ class Completeness:
             CREATE TABLE outside (label TEXT, key TEXT,
                                   PRIMARY KEY (label, key)) WITHOUT ROWID;
         """)
+        if not named.db.in_transaction:  # executescript committed Named's
+            named.db.execute("BEGIN")
         self.pending: list[tuple[str, str]] = []
         self.recent: set[tuple[str, str]] = set()
         self.early: set[tuple[str, str]] = set()
