@@ -17,7 +17,9 @@ An anchor file (`<UTC time>-row<id>.json`, one JSON object, keys sorted):
     {"row": id, "hash": the row's HMAC, "link": the row's public link,
      "at": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "reason": why,
      "signature": base64 Ed25519 signature, "signing_key_id": key id,
-     "tsa_token": base64 DER RFC 3161 TimeStampToken, or null}
+     "tsa_token": base64 DER RFC 3161 TimeStampToken, or null,
+     "checked_from": the row after which the keyed chain was checked up to
+     "row" before signing (casino/chain_check.py; not signed)}
 
 The signature is over the anchor's statement, `casino.signing.
 anchor_statement` (row, link, hash, at, reason: see casino/signing.py), so
@@ -118,9 +120,11 @@ def chain_head_entry() -> tuple[int, str, str] | None:
 def anchor_write(row: int, digest: str, reason: str, link: str = "") -> Anchor:
     """One anchor file, signed (casino/signing.py), time-stamped when an
     authority is set and answers (casino/timestamps.py), created exclusively,
-    read-only."""
+    read-only; signed only once the keyed chain under it holds
+    (casino/chain_check.py: ChainBroken, an AnchorError, when it does not)."""
     from .signing import sign
 
+    checked_from = _chain_checked(row, digest, link)
     folder = _folder()
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
@@ -133,11 +137,31 @@ def anchor_write(row: int, digest: str, reason: str, link: str = "") -> Anchor:
     body = json.dumps({"row": row, "hash": digest, "link": link,
                        "at": _at_text(now), "reason": reason,
                        "signature": signature, "signing_key_id": key_id,
-                       "tsa_token": anchor.tsa_token or None},
+                       "tsa_token": anchor.tsa_token or None,
+                       "checked_from": checked_from},
                       sort_keys=True, ensure_ascii=False)
     file_create(folder / name, body.encode("utf-8") + b"\n")
-    _record(anchor, stamp)
+    _record(anchor, stamp, checked_from)
     return anchor
+
+
+# What checks the keyed chain under an anchor before it is signed: registered
+# at start-up (casino.apps: chain_check.chain_checked), as this module is
+# below the trail's verification. With none registered nothing is signed.
+_CHAIN_CHECKS: list[Callable[[int, str, str], int]] = []
+
+
+def chain_check_register(check: Callable[[int, str, str], int]) -> None:
+    if check not in _CHAIN_CHECKS:
+        _CHAIN_CHECKS.append(check)
+
+
+def _chain_checked(row: int, digest: str, link: str) -> int:
+    """The row the check of the chain up to `row` started after."""
+    if not _CHAIN_CHECKS:
+        raise AnchorError("no check of the keyed chain is registered "
+                          "(casino.apps): nothing is signed unchecked")
+    return min(check(row, digest, link) for check in _CHAIN_CHECKS)
 
 
 def _at_text(at: datetime) -> str:
@@ -146,7 +170,7 @@ def _at_text(at: datetime) -> str:
     return at_text(at)
 
 
-def _record(anchor: Anchor, stamp) -> None:
+def _record(anchor: Anchor, stamp, checked_from: int | None = None) -> None:
     """The anchor in the database too (casino.AnchorRecord), with its token
     when the authority answered (casino/timestamps.py). The file is written
     first: a database that refuses the row loses no anchor (logged)."""
@@ -159,7 +183,8 @@ def _record(anchor: Anchor, stamp) -> None:
             record = AnchorRecord.objects.using("default").create(
                 row=anchor.row, link=anchor.link, hash=anchor.hash, at=anchor.at,
                 reason=anchor.reason, signature=anchor.signature,
-                signing_key_id=anchor.signing_key_id, file=anchor.file)
+                signing_key_id=anchor.signing_key_id, file=anchor.file,
+                checked_from=checked_from)
             if stamp is not None:
                 timestamps.token_keep(record, stamp)
     except DatabaseError:

@@ -142,6 +142,10 @@ class AnchorRecord(AppendOnlyModel):
     signature = models.CharField(max_length=100, blank=True)
     signing_key_id = models.CharField(max_length=16, blank=True)
     file = models.CharField(max_length=200)
+    # The keyed chain was checked from the row after this one up to `row`
+    # before the anchor was signed (casino/chain_check.py); null: an anchor
+    # signed before that check existed.
+    checked_from = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -27,9 +27,11 @@ What it checks, in order:
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;
 4. every ledger row: its SHA-256 (the canonical JSON of `row`) is the digest
-   the latest log row naming it recorded; every stake and finding the log
-   names for a coup in the bundle is there, and every coup it names in a
-   shoe of the bundle. What the log names is indexed on disk as step 3
+   the latest log row naming it recorded; and every row a log row of the
+   windows wrote is there, of every kind (evidence_verifier/complete.py:
+   the kinds no bundle carries, and why, are listed there), at the state
+   the latest of them left it; the coup settled for a shoe and seq is the
+   revision the log wrote last. What the log names is indexed on disk as step 3
    walks it (a temporary SQLite file, `Named`), so memory stays flat
    whatever the period's size (~120 MB; the index's file ~0.5 GB for a
    month of 40 tables);
@@ -41,7 +43,9 @@ What it checks, in order:
    cards left, gaming day; then each turn's, shoe's and count's totals
    (in `--jobs` processes, a share of the sessions each, while the main
    one does steps 1-4: evidence_verifier/resettle.py);
-6. the commission report: its stamp's signature, its rows' digest, and
+6. the commission report: its stamp's signature; that the stamp names the
+   anchor closing the bundle, its period and its tables (a report of
+   another head of the log is not this bundle's); its rows' digest; and
    every table and gaming day's coups, wins, covered and commission against
    the re-settled coups.
 
@@ -60,6 +64,10 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   cagnotte counts and attestations), then the flag decisions.
 - `context.jsonl`: the flags the decisions are about (not bound: a flag's
   state is its decisions').
+- `outside.jsonl`: every other row the windows' log rows wrote, as
+  `ledger.jsonl` gives rows ({"label", "key", "id", "row"}), or {"label",
+  "key", "later": true} for a row the design updates, of no session of the
+  period, written again after the windows (evidence_verifier/complete.py).
 - `log.jsonl`: the change-log rows of each window, in id order.
 - `anchors.jsonl`: one signed anchor per window, closing it, as the casino
   took it (casino/anchors.py: signed then, not when the bundle was built):

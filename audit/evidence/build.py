@@ -32,12 +32,14 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, Min, Sum
 
+from casino.chain_check import chain_checked
 from casino.models import ChangeLog, Seal
 from casino.trail import GENESIS, _dumps, _when
 from tables.models import Table, TableDayRollup
 
 from . import signed
 from .ledger import CHILDREN, Keys, write_ledger
+from .outside import Written
 from .rows import LABELS, fields_of, keyed_rows
 from .select import Selection, period_select
 from .zipout import Bundle
@@ -94,9 +96,15 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
                            .encode())
         windows, anchors = _windows(sel, members, scan.result() if scan else None)
         prog.expected += sum(_count(w) for w in windows)
-        with bundle.part("log.jsonl") as part:
-            for window in windows:
-                _write_log(part, window, prog)
+        written = Written(members)
+        try:
+            with bundle.part("log.jsonl") as part:
+                for window in windows:
+                    _write_log(part, window, prog, written)
+            with bundle.part("outside.jsonl") as part:
+                written.write(part)
+        finally:
+            written.close()
         with bundle.part("anchors.jsonl") as part:
             for anchor in anchors:
                 part.write(_line(anchor))
@@ -320,10 +328,11 @@ def _pages(first: int, last: int | None, *fields: str):
                    .order_by("id").values_list(*fields, named=len(fields) > 2))
 
 
-def _write_log(part, window: dict, prog: _Progress) -> None:
+def _write_log(part, window: dict, prog: _Progress, written: Written) -> None:
     pages = (_pages_pg if connection.vendor == "postgresql" else _pages_orm)
     for page in pages(window["first"], window["last"]):
         for row in page:
+            written.add(row["ledger"])
             part.write(_line(row))
         prog.step(len(page))
 
@@ -396,6 +405,9 @@ def _report(sel: Selection, closing: dict | None) -> dict:
     total = {"coups": sum(r["coups"] for r in rows),
              "commission": f"{sum(_dec(r['commission']) for r in rows):.2f}"}
     from audit.reports.sheets import software_version
+
+    if closing:  # nothing signed over a chain unchecked (casino/chain_check.py)
+        chain_checked(closing["row"], closing["hash"], closing["link"])
 
     stamp = {
         "title": "Commission report",

@@ -14,6 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tests.audit.conftest import deal, played  # noqa: F401 (fixtures)
+
 ROOT = Path(__file__).resolve().parents[2]
 VERIFIER = ROOT / "tools" / "verify_evidence.py"
 # Only these come from the virtualenv; everything else is the standard library.

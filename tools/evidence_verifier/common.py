@@ -15,7 +15,7 @@ from pathlib import Path
 FORMAT = "chemmy-evidence/1"
 GENESIS = "0" * 64
 PARTS = ("ledger.jsonl", "context.jsonl", "log.jsonl", "anchors.jsonl",
-         "report.json")
+         "report.json", "outside.jsonl")
 MAX_PROBLEMS = 50
 CHILD_LABELS = ("tables.stake", "tables.finding")  # keyed "coup#position"
 ZERO = Decimal("0.00")

@@ -12,13 +12,12 @@ class Named:
     map in memory, so that a month's 3M rows take a few MB of memory, not a
     few GB. Each row of the bundle is looked up once and marked seen; what
     the log names and the bundle should hold but does not is what is left
-    unseen (`missing`)."""
+    unseen (complete.py)."""
 
     SCHEMA = """
         CREATE TABLE named (label TEXT, key TEXT, digest TEXT, rid INTEGER,
                             parent INTEGER, seen INTEGER DEFAULT 0,
                             PRIMARY KEY (label, key)) WITHOUT ROWID;
-        CREATE TABLE shoes (id INTEGER PRIMARY KEY);
     """
 
     def __init__(self):
@@ -63,25 +62,6 @@ class Named:
                 [label, *keys]).fetchall()
             out.update({(label, key): rest for key, *rest in found})
         return out
-
-    def shoe(self, pk: int) -> None:
-        self.db.execute("INSERT OR IGNORE INTO shoes VALUES (?)", (pk,))
-
-    def missing(self) -> list[tuple]:
-        """(label, key, rid, shoe) of each stake and finding the log wrote
-        for a coup of the bundle, and each coup it wrote in a shoe of the
-        bundle, that the bundle does not hold (a row removed)."""
-        return self.db.execute("""
-            SELECT c.label, c.key, c.rid, NULL FROM named c
-              JOIN named p ON p.label = 'tables.coup'
-                          AND p.key = CAST(c.parent AS TEXT) AND p.seen > 0
-             WHERE c.label IN ('tables.stake', 'tables.finding') AND c.seen = 0
-               AND c.digest IS NOT NULL
-            UNION ALL
-            SELECT label, key, rid, parent FROM named
-             WHERE label = 'tables.coup' AND seen = 0 AND digest IS NOT NULL
-               AND parent IN (SELECT id FROM shoes)
-             ORDER BY 1, 2""").fetchall()
 
     def size(self) -> tuple[int, int]:
         """(rows the log names, bytes of the index: on disk, but for the

@@ -1,7 +1,7 @@
 """Reading a bundle with limits, so that no file, however made, costs more
 than a stated amount of memory (README, "For the regulator"):
 
-- the ZIP's central directory is at most 64 KiB (a bundle has six
+- the ZIP's central directory is at most 64 KiB (a bundle has seven
   members), checked from its end record before `zipfile` reads it;
 - its members are exactly the format's, each once: any other name (`../x`,
   an absolute path, a second `ledger.jsonl`) is refused, never extracted;

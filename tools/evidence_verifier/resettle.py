@@ -34,15 +34,15 @@ IN_SESSION = ("tables.shoe", "tables.bankerturn", "tables.coup", "tables.stake",
 def resettle(v, share: int, shares: int) -> dict:
     """Re-settle this share's sessions; what it found, for the main process
     (`merge`): problems, the commission per table and day, counts."""
-    kept = v.problems, v.sums, v.counts
-    v.problems, v.sums, v.counts = Problems(), {}, Counter()
+    kept = v.problems, v.sums, v.counts, v.corrected
+    v.problems, v.sums, v.counts, v.corrected = Problems(), {}, Counter(), []
     try:
         _walk(v, share, shares)
         return {"problems": list(v.problems), "derived": v.problems.derived,
                 "dropped": v.problems.dropped, "sums": v.sums,
-                "counts": v.counts}
+                "counts": v.counts, "corrected": v.corrected}
     finally:
-        v.problems, v.sums, v.counts = kept
+        v.problems, v.sums, v.counts, v.corrected = kept
 
 
 def _walk(v, share: int, shares: int) -> None:
@@ -148,8 +148,9 @@ class Resettlers:
         for r in results:
             if "unreadable" in r:
                 raise Unreadable(r["unreadable"])
-        v.sums = {}
+        v.sums, v.corrected = {}, []
         for r in results:
+            v.corrected += r["corrected"]
             for text in r["problems"]:
                 v.problems.add(text)
             for text in r["derived"]:

@@ -60,6 +60,10 @@ class SessionWalk:
                     f"coup {self.group[-1]['_key']} (shoe {self.group[-1]['shoe_id']}"
                     f", seq {self.group[-1]['seq']}): revisions {revisions}, "
                     "expected 1 to n")
+            if len(self.group) > 1:  # checked against the log in the main process
+                self.v.corrected.append([
+                    {"_key": c["_key"], "shoe_id": c["shoe_id"], "seq": c["seq"]}
+                    for c in self.group])
             self.coup(self.group[-1])
         self.group = []
 

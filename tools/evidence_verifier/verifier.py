@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from . import complete
 from .common import (
     CHILD_LABELS,
     FORMAT,
@@ -55,6 +56,9 @@ class Verifier:
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
         self.named = Named()
+        self.complete = complete.Completeness(self.named)
+        self.house_rules: dict[str, dict] = {}  # for outside.jsonl's coups
+        self.corrected: list[list[dict]] = []  # from resettle.py
         self.to_bind: list[tuple[str, str, str]] = []
         self.sums: dict[tuple, dict] = {}
         self.counts = Counter()
@@ -174,7 +178,6 @@ class Verifier:
         self.named.flush()
 
     def walk_log(self, rows, windows: list[dict], anchors: list[dict]) -> None:
-        carried = set(self.manifest["labels"])
         for window, anchor in zip(windows, anchors, strict=True):
             prev, last_id, n = window["seed"], None, 0
             expected_first = window["first"]
@@ -194,12 +197,13 @@ class Verifier:
                         "changed, or a row before it removed or inserted)")
                     return
                 for label, entries in (r.get("ledger") or {}).items():
-                    if label not in carried:
+                    if not complete.required(label):
                         continue
                     parent = None
                     if label == "tables.coup" and isinstance(r.get("new"), dict):
                         parent = r["new"].get("shoe")
                     for k, digest in entries.items():
+                        self.complete.entry(label, k, digest)
                         if type(digest) is list:
                             digest = digest[1]
                         if label in CHILD_LABELS:
@@ -232,22 +236,31 @@ class Verifier:
         for n, raw in raw_lines(self.zip, "ledger.jsonl", tally):
             m = LINE.match(raw)
             if m is not None and raw.endswith(b"}"):
-                pk, key, label = int(m[1]), m[2].decode(), m[3].decode()
+                key, label = m[2].decode(), m[3].decode()
                 row_digest = sha256_hex(raw[m.end():-1])
             else:
                 self.at = f"ledger.jsonl line {n}"
                 item = parse(raw, self.at)
-                label, key, pk = item["label"], item["key"], item.get("id")
+                label, key = item["label"], item["key"]
                 row_digest = sha256_hex(dumps(item["row"]).encode("utf-8"))
-            if label == "tables.shoe":
-                self.named.shoe(pk)
+            self.complete.ledger_line(label, key)
+            if label == "tables.houserules":  # a few, before the sessions
+                self.at = f"ledger.jsonl line {n}"
+                self.house_rules[key] = parse(raw, self.at)["row"]
             self.to_bind.append((label, key, row_digest))
             if len(self.to_bind) >= self.BATCH:
                 self.check_bound()
             self.counts[label if label in known else "rows of no known kind"] += 1
         self.part_read("ledger.jsonl", tally)
+        self.complete.outside(self, self.lines(complete.PART))
         self.check_bound()
-        self.leftovers()
+        self.complete.leftovers(self)
+
+    def bind(self, label: str, key: str, row: dict) -> None:
+        """A row given parsed (outside.jsonl's): checked as check_ledger's."""
+        self.to_bind.append((label, key, sha256_hex(dumps(row).encode("utf-8"))))
+        if len(self.to_bind) >= self.BATCH:
+            self.check_bound()
 
     BATCH = 500
 
@@ -272,18 +285,12 @@ class Verifier:
                                   "recorded (the row was edited)")
             seen_here.add((label, key))
 
-    def leftovers(self) -> None:
-        """Rows the log names that the bundle should hold and does not."""
-        for label, key, rid, shoe in self.named.missing():
-            where = f" (shoe {shoe})" if shoe is not None else ""
-            self.problems.add(f"{name_of(label, key)}{where}: written by log row "
-                              f"{rid}, missing from the bundle")
-
     # 6. the report
     def check_report(self) -> dict:
         self.at = "report.json"
         data = json_member(self.zip, "report.json")
         stamp, rows = data.get("stamp", {}), data.get("rows", [])
+        complete.report_belongs(self, stamp, self.anchors)
         problem = signature_check(self.keys, stamp_bytes(stamp),
                                   stamp.get("signature"), stamp.get("signing_key_id"),
                                   "the report's stamp")
@@ -328,7 +335,7 @@ class Verifier:
         # the coups are re-settled in other processes meanwhile (resettle.py)
         with Resettlers(self, self.jobs) as resettlers:
             self.check_parts()
-            anchors = self.check_anchors()
+            anchors = self.anchors = self.check_anchors()
             self.check_log(anchors)
             try:
                 self.check_ledger()
@@ -336,8 +343,12 @@ class Verifier:
                 self.notes.append(
                     f"the log names {n} ledger rows: indexed in a temporary file "
                     f"of {size / 1e6:.1f} MB (at most 64 MB of it in memory)")
+                resettlers.merge()
+                # the revision settled, against the log's index (here: the
+                # processes re-settling see only their sessions, not the log)
+                for group in self.corrected:
+                    self.complete.settled(self, group)
             finally:
                 self.named.close()
-            resettlers.merge()
         self.report = self.check_report()
         return 1 if self.problems else 0

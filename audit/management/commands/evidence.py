@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audit.evidence.build import EvidenceError, evidence_build
 from audit.reports.services import check_period
+from casino.anchors import AnchorError
 from tables.errors import ServiceError
 from tables.models import Table
 
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         try:
             manifest = evidence_build(from_day=start, to_day=end, table_ids=ids,
                                       path=tmp)
-        except (EvidenceError, LookupError) as exc:
+        except (EvidenceError, LookupError, AnchorError) as exc:
             tmp.unlink(missing_ok=True)
             raise CommandError(str(exc)) from None
         tmp.replace(path)

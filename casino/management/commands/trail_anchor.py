@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from casino.anchors import trail_anchor
+from casino.anchors import AnchorError, trail_anchor
 
 
 class Command(BaseCommand):
@@ -17,7 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--reason", default="manual", help="why (kept in the file)")
 
     def handle(self, *args, reason: str, **options):
-        anchor = trail_anchor(reason=reason)
+        try:
+            anchor = trail_anchor(reason=reason)
+        except AnchorError as exc:  # the chain under it does not hold: unsigned
+            raise CommandError(str(exc)) from None
         if anchor is None:
             raise CommandError("the change log is empty: nothing to anchor")
         self.stdout.write(
