@@ -57,10 +57,15 @@ for line in sys.stdin:
     said = (err.getvalue() or out.getvalue()).strip().splitlines()
     print(json.dumps({{"file": CURRENT, "code": code, "escaped": escaped,
                       "said": said[0] if said else ""}}), flush=True)
-import resource
+import re, resource
+# VmHWM: this process's own high-water mark since its exec. (RUSAGE_SELF's
+# ru_maxrss would also carry the RSS of the process it was forked from, the
+# test worker, which Linux keeps across exec.) RUSAGE_CHILDREN: the largest
+# of the re-settling processes the verifier forked.
+with open("/proc/self/status") as status:
+    own = int(re.search(r"VmHWM:\\s*(\\d+)", status.read()).group(1))
 print(json.dumps({{"peak": max(
-    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)}}), flush=True)
+    own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)}}), flush=True)
 """
 
 
@@ -159,7 +164,7 @@ def test_one_2_gb_line_is_refused_at_once(bundle, tmp_path, signing_key):  # noq
     _held(report)
     assert report["code"] == 2
     assert "ledger.jsonl line 1: longer than 8 MiB" in report["said"]
-    assert peak < 400, peak
+    assert peak < 200, peak  # 55 MB measured on 2026-12-04
 
 
 def _mutants(genuine: Path, folder: Path, seed: int, n: int) -> list[Path]:
