@@ -8,6 +8,7 @@ there.
 from __future__ import annotations
 
 import os
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -43,6 +44,8 @@ def _service_markers(request):
             _missing("PostgreSQL", "set DATABASE_URL=postgres://... to run this test")
     if request.node.get_closest_marker("browser") and not os.path.exists(CHROMIUM):
         _missing("Chromium", f"{CHROMIUM} not found (apt-get install chromium)")
+    if request.node.get_closest_marker("poppler") and not shutil.which("pdftotext"):
+        _missing("poppler-utils", "pdftotext not found (apt-get install poppler-utils)")
     if request.node.get_closest_marker("redis"):
         from django.conf import settings
 

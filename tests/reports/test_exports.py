@@ -94,7 +94,7 @@ def test_xlsx_numbers_are_numeric_cells_under_a_frozen_header(
     assert Decimal(numbers["G"]) == commission
 
 
-@pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils missing")
+@pytest.mark.poppler
 def test_pdf_has_stamp_chart_and_table(nights, manager,
                                        django_capture_on_commit_callbacks):
     job, path = build(manager, django_capture_on_commit_callbacks, format="pdf",

@@ -17,7 +17,7 @@ from .conftest import DAY1, DAY2, play
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils missing"),
+    pytest.mark.poppler,
 ]
 
 

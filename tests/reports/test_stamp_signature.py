@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -89,7 +88,7 @@ def test_the_xlsx_and_the_detail_csv_print_it_too(
     assert job.stamp["signing_key_id"] in head and job.stamp["signature"] in head
 
 
-@pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils missing")
+@pytest.mark.poppler
 def test_the_pdf_prints_it(nights, manager, django_capture_on_commit_callbacks):
     job, path = build(manager, django_capture_on_commit_callbacks, format="pdf")
     text = subprocess.run(["pdftotext", "-raw", str(path), "-"], capture_output=True,
