@@ -114,3 +114,27 @@ def test_a_wrong_name_would_be_caught(bad):
     else:
         assert bad not in known_names()
         assert VARIABLE.findall(f"`{bad}`") == [bad]
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def test_every_link_between_the_documents_leads_somewhere():
+    broken = []
+    for path in DOCUMENTS:
+        if path.suffix != ".md":
+            continue
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)",
+                                         path.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            file = (path.parent / target).resolve() if target else path
+            if not file.exists():
+                broken.append(f"{path.name}: {target}")
+            elif anchor and (file.suffix != ".md" or anchor not in _anchors(file)):
+                broken.append(f"{path.name}: {target}#{anchor}")
+    assert broken == []

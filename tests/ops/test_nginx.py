@@ -11,8 +11,8 @@ configuration under the test's temporary directory: no root configuration
 is read or changed. Without nginx this test skips saying so on a laptop, and
 fails under CI (.ci/run installs it).
 
-Ports: 18020-18023 (this checkout's range, HELPERS: ports 18000+N*10..+9),
-or NGINX_TEST_PORT as the first of four.
+Ports: four free ones picked at start, or NGINX_TEST_PORT and the three
+after it (to keep the test inside a range of ports of its own).
 """
 
 from __future__ import annotations
@@ -36,8 +36,25 @@ from tests.ops.installed import BIN, PASSWORD, ROOT, Casino, start, stop
 pytestmark = [pytest.mark.postgres, pytest.mark.browser]
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-FIRST = int(os.environ.get("NGINX_TEST_PORT", "18020"))
-HTTP, HTTPS, API, PAGES = FIRST, FIRST + 1, FIRST + 2, FIRST + 3
+
+
+def _ports() -> list[int]:
+    first = os.environ.get("NGINX_TEST_PORT")
+    if first:
+        return [int(first) + n for n in range(4)]
+    import socket
+
+    sockets = [socket.socket() for _ in range(4)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+HTTP, HTTPS, API, PAGES = _ports()
 SITE = f"https://127.0.0.1:{HTTPS}"
 
 
@@ -116,7 +133,7 @@ def site(tmp_path_factory):
         _missing("nginx", f"{NGINX} not found (apt-get install nginx)")
     busy = [p for p in (HTTP, HTTPS, API, PAGES) if not _free(p)]
     if busy:
-        pytest.fail(f"ports {busy} are taken (NGINX_TEST_PORT picks others)")
+        pytest.fail(f"ports {busy} are taken (NGINX_TEST_PORT: the first of four)")
     tmp = tmp_path_factory.mktemp("nginx")
     casino = Casino(tmp, "nginx")
     casino.extra.update(
