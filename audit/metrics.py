@@ -36,7 +36,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from casino import metrics as web
 
 # A report takes 0.1 s to a minute; a surveillance run or a re-audit up to
-# several minutes (README, Scale).
+# several minutes (docs/benchmarks.md, Scale).
 JOB_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 

@@ -12,7 +12,7 @@ Fills a database of its own (bench_chain_check) through the services
 and HMACs), then times the check over the last N log rows for each N of
 `--tails` (best of `--repeat`), and one whole anchor (`trail_anchor`: the
 check since the last anchor, the signature, the file). Two tails are the
-ones to read: a month of 40 tables writes about 1.5M log rows (README,
+ones to read: a month of 40 tables writes about 1.5M log rows (docs/benchmarks.md,
 *Benchmarks*), 520 per 15 minutes; a 500-table floor about 6,500.
 Writes var/bench/chain_check.json.
 """

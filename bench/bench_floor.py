@@ -368,7 +368,7 @@ def warm(tables, threads: int, behaviour, rounds: int = 4) -> None:
     then as many bursts of coups at those tables, so that every connection
     has recorded coups (its statements prepared, its PostgreSQL backend's
     catalogue and functions loaded: what a restart costs the first coups,
-    README). Not timed (their coups are stored and verified with the rest);
+    docs/benchmarks.md). Not timed (their coups are stored and verified with the rest);
     the tablets' connections are closed after."""
     sample = tables[: 2 * threads]
     scratch = Record()
@@ -625,13 +625,13 @@ def main() -> None:
         "--page-workers", type=int, default=0,
         help="0: one gunicorn for everything; N: the pit bosses' pages on a "
              "gunicorn of their own with N processes (--threads each), the API "
-             "on the other (--workers), as README's production section runs them")
+             "on the other (--workers), as docs/operations.md runs them")
     parser.add_argument("--page-threads", type=int, default=0,
                         help="with --page-workers: threads of each (0: --threads)")
     parser.add_argument(
         "--page-nice", type=int, default=0,
         help="with --page-workers: the pages' gunicorn's nice value, so that "
-             "the tablets' coups come first (README: production, Nice= or "
+             "the tablets' coups come first (docs/operations.md: Nice= or "
              "CPUWeight= of the pages' unit)")
     parser.add_argument("--worker-nice", type=int, default=10,
                         help="the Celery worker's nice value (0: none)")

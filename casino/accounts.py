@@ -9,6 +9,7 @@ device for the request being served); outside a request it is unknown.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.contrib.auth import get_user_model
@@ -48,6 +49,17 @@ class ActorMiddleware:
             return self.get_response(request)
         finally:
             _actor.reset(token)
+
+
+@contextmanager
+def acting(user=None, device: str = ""):
+    """Who acts, outside a request (a management command): the trail rows
+    the signals below write while it lasts name this user and device."""
+    token = _actor.set((user, device[:200]))
+    try:
+        yield
+    finally:
+        _actor.reset(token)
 
 
 def _log(**kwargs) -> None:

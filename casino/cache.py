@@ -15,7 +15,7 @@ the caller computes the value as it would without a cache.
 So what a Redis writer can still do is delete an entry (a miss: the value is
 computed again), or put back a genuine entry of the same key before its
 time ran out (what the cache held moments ago). Who uses the cache, and what
-that means for each, is README.md's trust-boundary table.
+that means for each, is the trust-boundary table of docs/security.md.
 
 What can be stored is what JSON holds: None, bool, int, float, str, lists
 (a tuple comes back a list) and dicts with str keys; anything else is a

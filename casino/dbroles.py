@@ -31,7 +31,7 @@ from django.apps import apps
 from django.db import DatabaseError
 from django.db import connection as default_connection
 
-# The tables whose rows the design updates (README, "Running in production").
+# The tables whose rows the design updates (docs/operations.md, "The database roles").
 # Everything else of the app's own is append-only or read-only to the app.
 UPDATE_TABLES = (
     "tables_table",  # its house rules pointer (a new HouseRules row each time)
@@ -159,7 +159,7 @@ def app_role_grant(*, role: str, password: str | None, connection=None) -> RoleP
             raise RoleError(
                 f"db_roles runs as {owner}, which is not a superuser and "
                 + "; and ".join(missing)
-                + " (README, Running in production: what the owner needs)"
+                + " (docs/operations.md, The database roles: what the owner needs)"
             )
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
         if cursor.fetchone() is None:

@@ -27,7 +27,7 @@ redis, worker and beat say "not used" and pass.
 
 `/health/` (anyone): 200 ``ok`` when this web node can serve, i.e. its
 database answers; 503 otherwise; no details. Redis, the workers and beat are
-not this node's to fix: the floor records coups without them (README,
+not this node's to fix: the floor records coups without them (docs/operations.md,
 "Redis down"), so a load balancer must not take every node out for them.
 `/health/details/` (staff): every check as JSON, "ok" false when any fails
 (answered 200: it is a report; a machine reads /health/ or /metrics).

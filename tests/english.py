@@ -11,7 +11,7 @@ from functools import cache
 
 # Words that read the same in both languages, or names, never counted.
 SAME = {"banco solo", "suivi", "Chemin de fer", "Chemmy", "Coup", "Bank"}
-# Codes a person must not read (README: codes only where a machine reads).
+# Codes a person must not read (docs/floor.md: codes only where a machine reads).
 CODES = re.compile(
     r"\b(false_draw|house_choice|bank_mismatch|shoe_count|cagnotte_count|"
     r"cards_past|integrity|warning|critical|open|confirmed|dismissed|"

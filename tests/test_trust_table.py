@@ -1,4 +1,4 @@
-"""The README's trust-boundary table names, for every store a decision reads,
+"""The trust-boundary table (docs/security.md) names, for every store a decision reads,
 the attacker's test that proves its row: each named test must exist, so that
 a row cannot outlive its proof."""
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rows() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "security.md").read_text()
     section = text.split("\n## Trust boundaries\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     header, *body = rows

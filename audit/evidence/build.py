@@ -1,7 +1,7 @@
 """Build a period's evidence bundle (`manage.py evidence`, the reports
 page's download): one ZIP of JSON Lines parts and a manifest with their
 SHA-256 digests. The format is described in tools/verify_evidence.py, the
-program that checks it, and in the README ("For the regulator").
+program that checks it, and in docs/evidence.md.
 
 How the log segment is chosen. Each ledger row in the bundle must be matched
 to the latest change-log row naming it, inside a run of log rows ("a

@@ -201,7 +201,7 @@ def findings_document(*, params: dict, user) -> Document:
                   "seat", "code")
     )
     # Words where a person reads; the code in a column of its own, last, for
-    # a machine that filters (README, "Reports").
+    # a machine that filters (docs/floor.md, "Words for people, codes for machines").
     columns = [Column("table"), Column("croupier"), Column("player seat", INT),
                Column("side"), Column("finding"), Column("severity"),
                Column("findings", INT), Column("code")]

@@ -1,4 +1,4 @@
-"""The power the page and the README state (power.py) against the detector
+"""The power the page and docs/surveillance.md state (power.py) against the detector
 itself: on simulated floors at a false-draw rate R, a croupier at 3x R over
 n coups is found as often as the figure says, within the binomial interval
 of the runs (no database; a few hundred detector runs, ~30 s; the long

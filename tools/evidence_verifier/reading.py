@@ -1,5 +1,5 @@
 """Reading a bundle with limits, so that no file, however made, costs more
-than a stated amount of memory (README, "For the regulator"):
+than a stated amount of memory (docs/evidence.md):
 
 - the ZIP's central directory is at most 64 KiB (a bundle has seven
   members), checked from its end record before `zipfile` reads it;
