@@ -7,6 +7,7 @@ from celery import shared_task
 
 from .anchors import trail_anchor
 from .celery import message_refused
+from .merkle import checkpoint_publish
 from .timestamps import timestamps_retry
 
 # The reasons an anchor asked for through the broker may carry: beat's
@@ -33,3 +34,13 @@ def timestamps_retry_task() -> dict:
     for (casino/timestamps.py). Idempotent: an anchor with its token is not
     asked again."""
     return timestamps_retry()
+
+
+@shared_task(name="trail.checkpoint", acks_late=True)
+def trail_checkpoint_task() -> dict:
+    """A checkpoint of the trail if it grew since the last one, and every
+    witness brought up to the latest (casino/merkle.py, casino/witness.py).
+    Idempotent: with nothing new it signs nothing, and a witness already at
+    the latest checkpoint is only asked again (which is how a witness that
+    holds more than the database is heard)."""
+    return checkpoint_publish()
