@@ -11,7 +11,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from .merkle import checkpoint_soon
+from .checkpoints import checkpoint_soon
 from .models import ChangeLog, Seal
 from .trail import (
     BOUND,

@@ -23,7 +23,6 @@ first new row links to it. A cut tail or a rewritten chain is a `fork`
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -33,12 +32,12 @@ from django.utils import timezone
 from tools.evidence_verifier import tlog
 
 from .models import ChangeLog, Checkpoint, TreeNode, WitnessEvent
+from .trailstop import stop_reason_event
 
 log = logging.getLogger("casino.witness")
 
 CHECKPOINT_LOCK_KEY = 0x434B50  # "CKP": one checkpoint maker at a time
 CHUNK = 5000
-DEBOUNCE_SECONDS = 1.0
 
 
 def leaf_of(link: str) -> bytes:
@@ -207,23 +206,12 @@ def fork_record(kind: str, detail: str, *, witness: str = "", size=None,
     seen = stop_reason_event()
     if seen is not None and seen.kind == kind and seen.detail == detail:
         return seen  # named already, and writes are stopped
-    alarm(RecordChanged("casino.changelog", str(size or ""), detail[:300],
-                        found=kind), device="witness")
+    if seen is None:  # (once stopped, the chain takes no flag's row either)
+        alarm(RecordChanged("casino.changelog", str(size or ""), detail[:300],
+                            found=kind), device="witness")
     return WitnessEvent.objects.create(
         kind=kind, witness=witness, size=size, detail=detail,
         request=request, at=timezone.now())
-
-
-STOPPING = ("fork", "behind")
-
-
-def stop_reason_event() -> WitnessEvent | None:
-    """The fork or rollback that stops writes: the last one after the last
-    declared epoch (None: writes go on)."""
-    epoch = (WitnessEvent.objects.filter(kind="epoch").order_by("-id")
-             .values_list("id", flat=True).first()) or 0
-    return (WitnessEvent.objects.filter(kind__in=STOPPING, id__gt=epoch)
-            .order_by("-id").first())
 
 
 def checkpoint_make() -> Checkpoint | None:
@@ -244,37 +232,3 @@ def checkpoint_make() -> Checkpoint | None:
         fork_record("fork", "the change log no longer extends the checkpointed "
                     f"tree: {exc}")
     return None
-
-
-def checkpoint_publish() -> dict:
-    """The Celery task's body: a checkpoint if the log grew, then every
-    witness brought up to the latest checkpoint."""
-    from .witness import witnesses_push
-
-    made = checkpoint_make()
-    pushed = witnesses_push()
-    return {"checkpoint": made.size if made else None, "witnesses": pushed}
-
-
-_sent = [float("-inf")]
-
-
-def checkpoint_soon() -> None:
-    """After a commit that wrote the log: ask for a checkpoint in a second,
-    unless this process asked less than a second ago (that task, still to
-    run, covers this commit). Costs the coup nothing but a clock read; eager
-    Celery (no broker: a laptop, the tests) sends nothing, since the task
-    would run inside the request."""
-    now = time.monotonic()
-    if now - _sent[0] < DEBOUNCE_SECONDS or not settings.TRAIL_CHECKPOINTS:
-        return
-    from .celery import app, by_name, publish
-
-    if app.conf.task_always_eager:
-        return
-    _sent[0] = now
-    try:
-        publish(by_name("trail.checkpoint").set(countdown=DEBOUNCE_SECONDS))
-    except Exception:  # noqa: BLE001 - the coup is committed; beat catches up
-        _sent[0] = float("-inf")
-        log.warning("could not send trail.checkpoint", exc_info=True)

@@ -7,7 +7,7 @@ from celery import shared_task
 
 from .anchors import trail_anchor
 from .celery import message_refused
-from .merkle import checkpoint_publish
+from .checkpoints import checkpoint_publish
 from .timestamps import timestamps_retry
 
 # The reasons an anchor asked for through the broker may carry: beat's

@@ -532,7 +532,7 @@ class TrailStopped(Exception):
 
 
 def _stopped_check() -> None:
-    from .merkle import stop_reason_event
+    from .trailstop import stop_reason_event
 
     stop = stop_reason_event()
     if stop is not None:

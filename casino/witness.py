@@ -34,8 +34,9 @@ from django.utils import timezone
 
 from tools.evidence_verifier import tlog
 
-from .merkle import DbNodes, fork_record, stop_reason_event
+from .merkle import DbNodes, fork_record
 from .models import ChangeLog, Checkpoint, Cosignature
+from .trailstop import stop_reason_event
 
 log = logging.getLogger("casino.witness")
 SIZE_TYPE = "text/x.tlog.size"

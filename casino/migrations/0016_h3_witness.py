@@ -22,7 +22,7 @@ BEGIN
      WHERE e.kind IN ('fork', 'behind')
        AND e.id > COALESCE((SELECT max(x.id) FROM casino_witnessevent x
                             WHERE x.kind = 'epoch'), 0)
-     ORDER BY e.id DESC LIMIT 1;
+     ORDER BY e.id LIMIT 1;
     IF stop IS NOT NULL THEN
         RAISE EXCEPTION 'the trail is stopped: %', stop USING ERRCODE = 'CW409';
     END IF;

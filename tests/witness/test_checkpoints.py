@@ -9,14 +9,9 @@ import pytest
 from django.db import transaction
 
 from casino.changelog import log_action
-from casino.merkle import (
-    DbNodes,
-    checkpoint_make,
-    leaf_of,
-    log_vkey,
-    stop_reason_event,
-)
+from casino.merkle import DbNodes, checkpoint_make, leaf_of, log_vkey
 from casino.models import ChangeLog, Checkpoint, TreeNode, WitnessEvent
+from casino.trailstop import stop_reason_event
 from tools.evidence_verifier import tlog
 
 
@@ -64,7 +59,8 @@ def test_incremental_checkpoints_are_the_logs_tree():
 def test_the_write_path_asks_for_a_checkpoint_once_a_second(monkeypatch):
     from types import SimpleNamespace
 
-    from casino import celery, merkle
+    from casino import celery
+    from casino import checkpoints as merkle
 
     sent, clock = [], [1000.0]
     monkeypatch.setattr(celery, "publish", lambda sig: sent.append(sig) or "id")
