@@ -393,6 +393,12 @@ def ledger_digest(obj) -> str:
     (casino/native.py). A field at its default is left out, so a later
     migration that adds a field with a default leaves every earlier digest
     valid (an edit to or from the default still changes the digest)."""
+    return hashlib.sha256(_dumps(ledger_content(obj)).encode("utf-8")).hexdigest()
+
+
+def ledger_content(obj) -> dict:
+    """What ledger_digest hashes (the canonical JSON of this dict): a coup's
+    proof (casino/prove.py) carries it for the verifier to hash again."""
     content = {}
     for attname, kind, quant, omit, back, fix in _digest_plan(type(obj)):
         value = getattr(obj, attname)
@@ -409,7 +415,7 @@ def ledger_digest(obj) -> str:
         if omit is not _UNSET and value == omit:
             continue
         content[attname] = _canonical(kind, quant, value)
-    return hashlib.sha256(_dumps(content).encode("utf-8")).hexdigest()
+    return content
 
 
 def _covered(label: str, obj) -> bool:

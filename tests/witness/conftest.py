@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tests.audit.conftest import deal, played  # noqa: F401 (fixtures)
 from tools.evidence_verifier import tlog
 
 ROOT = Path(__file__).resolve().parents[2]
