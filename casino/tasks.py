@@ -37,10 +37,12 @@ def timestamps_retry_task() -> dict:
 
 
 @shared_task(name="trail.checkpoint", acks_late=True)
-def trail_checkpoint_task() -> dict:
+def trail_checkpoint_task(*args, **kwargs) -> dict:
     """A checkpoint of the trail if it grew since the last one, and every
     witness brought up to the latest (casino/merkle.py, casino/witness.py).
     Idempotent: with nothing new it signs nothing, and a witness already at
     the latest checkpoint is only asked again (which is how a witness that
     holds more than the database is heard)."""
+    if args or kwargs:  # it takes nothing: a message with more is forged
+        return message_refused("trail.checkpoint", "it takes no arguments")
     return checkpoint_publish()
