@@ -11,7 +11,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from .checkpoints import checkpoint_soon
 from .models import ChangeLog, Seal
 from .trail import (
     BOUND,
@@ -155,9 +154,6 @@ def log_rows_signed(head: str, rows: list[dict]) -> list[ChangeLog]:
     writer with its own (prepared) insert. Same rules as log_rows_linked."""
     key_id, key = current_key()
     prev, prev_link = split_head(head)
-    # a checkpoint of the log a second after the commit (casino/merkle.py);
-    # nothing else on the write's path
-    transaction.on_commit(checkpoint_soon)
     for row in rows:
         row["prev_hash"] = prev
         row["hash"], row["link"] = prev, prev_link = row_digests(

@@ -7,12 +7,12 @@ bytes, so an outsider needs no key; the tree is RFC 6962's
 every complete subtree in casino.TreeNode (about one node per row), so a
 checkpoint at size n costs O(log n) look-ups plus the new rows, and an
 inclusion or consistency proof O(log n): never a rehash of the log.
-`checkpoint_publish` signs the new tree head as a c2sp.org/tlog-checkpoint
-(origin TRAIL_LOG_ORIGIN, key name the origin, TRAIL_SIGNING_KEY), then hands
-it to the witnesses (casino/witness.py). It runs in a Celery task
-(`trail.checkpoint`), sent at most once a second per process after a commit
-that wrote the log (`checkpoint_soon`), never inside a coup's transaction:
-idle, no checkpoint.
+`checkpoint_make` signs the new tree head as a c2sp.org/tlog-checkpoint
+(origin TRAIL_LOG_ORIGIN, key name the origin, TRAIL_SIGNING_KEY; a declared
+loss starts a new epoch, casino/epochs.py), which casino/checkpoints.py hands
+to the witnesses (casino/witness.py). It runs in the Celery task
+`trail.checkpoint`, which beat sends every second, never on a write's path:
+idle, no checkpoint. An advisory lock keeps it to one maker at a time.
 
 Before it extends the tree it checks that the database's chain still
 extends it: the tree's last leaf's row is there with the same link, and the
@@ -46,17 +46,30 @@ def leaf_of(link: str) -> bytes:
     return tlog.leaf_hash(bytes.fromhex(link))
 
 
-class DbNodes:
-    """tlog.Nodes over casino.TreeNode, with what it read kept (a proof reads
-    O(log n) nodes; `preload` fetches them in one query)."""
+def current_epoch() -> tuple[int, int]:
+    """(the log's epoch, its first change-log row): 1 and 0 until a loss is
+    declared (casino/epochs.py); then each declaration starts the next log,
+    whose first leaf is the declaration's own row."""
+    last = (WitnessEvent.objects.filter(kind="epoch").order_by("-id")
+            .values("epoch", "row").first())
+    if last is None:
+        return 1, 0
+    return last["epoch"], last["row"]
 
-    def __init__(self, cache: dict | None = None):
+
+class DbNodes:
+    """tlog.Nodes over one epoch's casino.TreeNode, with what it read kept (a
+    proof reads O(log n) nodes)."""
+
+    def __init__(self, cache: dict | None = None, *, epoch: int | None = None):
         self.cache: dict[tuple[int, int], bytes] = cache or {}
+        self.epoch = current_epoch()[0] if epoch is None else epoch
 
     def get(self, level: int, index: int) -> bytes:
         key = (level, index)
         if key not in self.cache:
-            row = TreeNode.objects.filter(level=level, index=index).values_list(
+            row = TreeNode.objects.filter(
+                epoch=self.epoch, level=level, index=index).values_list(
                 "hash", flat=True).first()
             if row is None:
                 raise tlog.ProofError(f"tree node {level}/{index} is missing")
@@ -75,7 +88,8 @@ def frontier(size: int) -> list[tuple[int, int]]:
     return out
 
 
-def _load(positions: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+def _load(epoch: int, positions: list[tuple[int, int]]
+          ) -> dict[tuple[int, int], bytes]:
     from django.db.models import Q
 
     if not positions:
@@ -84,25 +98,30 @@ def _load(positions: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     for level, index in positions:
         q |= Q(level=level, index=index)
     return {(n.level, n.index): bytes.fromhex(n.hash)
-            for n in TreeNode.objects.filter(q).only("level", "index", "hash")}
+            for n in TreeNode.objects.filter(q, epoch=epoch).only(
+                "level", "index", "hash")}
 
 
 @dataclass
 class TreeHead:
+    epoch: int
     size: int
     root: bytes
     head_row: int | None
+    start_row: int = 0
 
 
 def tree_head() -> TreeHead:
-    """The tree as the table holds it: its size, root and last leaf's row."""
-    last = (TreeNode.objects.filter(level=0).order_by("-index")
+    """The current epoch's tree as the table holds it: its size, root and
+    last leaf's row."""
+    epoch, start = current_epoch()
+    last = (TreeNode.objects.filter(epoch=epoch, level=0).order_by("-index")
             .values("index", "row").first())
     if last is None:
-        return TreeHead(0, tlog.EMPTY_ROOT, None)
+        return TreeHead(epoch, 0, tlog.EMPTY_ROOT, None, start)
     size = last["index"] + 1
-    nodes = DbNodes(_load(frontier(size)))
-    return TreeHead(size, tlog.root_hash(nodes.get, size), last["row"])
+    nodes = DbNodes(_load(epoch, frontier(size)), epoch=epoch)
+    return TreeHead(epoch, size, tlog.root_hash(nodes.get, size), last["row"], start)
 
 
 class ChainBroken(Exception):
@@ -114,7 +133,8 @@ def _continuity(head: TreeHead, first_new: dict | None) -> None:
         return
     last = ChangeLog.objects.filter(id=head.head_row).values(
         "hash", "link").first()
-    stored = TreeNode.objects.filter(level=0, index=head.size - 1).values_list(
+    stored = TreeNode.objects.filter(
+        epoch=head.epoch, level=0, index=head.size - 1).values_list(
         "hash", flat=True).first()
     if last is None:
         raise ChainBroken(
@@ -135,8 +155,11 @@ def tree_extend() -> TreeHead:
     """Append the change-log rows written since the tree's last leaf; raises
     ChainBroken when the database's chain no longer extends the tree."""
     head = tree_head()
-    cache = _load(frontier(head.size))
-    size, last_row = head.size, head.head_row or 0
+    epoch = head.epoch
+    cache = _load(epoch, frontier(head.size))
+    size = head.size
+    # the epoch's first row is a leaf too (the declaration, casino/epochs.py)
+    last_row = head.head_row or (head.start_row - 1 if head.start_row else 0)
     checked = False
     while True:
         rows = list(ChangeLog.objects.filter(id__gt=last_row).order_by("id")
@@ -151,25 +174,33 @@ def tree_extend() -> TreeHead:
             if not r["link"]:
                 raise ChainBroken(f"row {r['id']} has no public link")
             h, level, index = leaf_of(r["link"]), 0, size
-            new.append(TreeNode(level=0, index=index, hash=h.hex(), row=r["id"]))
+            new.append(TreeNode(epoch=epoch, level=0, index=index, hash=h.hex(),
+                                row=r["id"]))
             cache[(0, index)] = h
             while index & 1:
                 h = tlog.node_hash(cache[(level, index - 1)], h)
                 level, index = level + 1, index >> 1
                 cache[(level, index)] = h
-                new.append(TreeNode(level=level, index=index, hash=h.hex()))
+                new.append(TreeNode(epoch=epoch, level=level, index=index,
+                                    hash=h.hex()))
             size += 1
         TreeNode.objects.bulk_create(new)
         last_row = rows[-1]["id"]
         # only the right edge is needed from here on
         keep = set(frontier(size))
         cache = {k: v for k, v in cache.items() if k in keep}
-    root = tlog.root_hash(DbNodes(cache).get, size)
-    return TreeHead(size, root, last_row or None)
+    root = tlog.root_hash(DbNodes(cache, epoch=epoch).get, size)
+    return TreeHead(epoch, size, root, (last_row if size else None) or None,
+                    head.start_row)
 
 
-def origin() -> str:
-    return settings.TRAIL_LOG_ORIGIN
+def origin(epoch: int | None = None) -> str:
+    """The log's name in its checkpoints: TRAIL_LOG_ORIGIN for the first
+    epoch, then "<TRAIL_LOG_ORIGIN>/epoch<n>" (a new log for the witnesses,
+    which never cosign a tree that does not extend the last one)."""
+    epoch = current_epoch()[0] if epoch is None else epoch
+    base = settings.TRAIL_LOG_ORIGIN
+    return base if epoch == 1 else f"{base}/epoch{epoch}"
 
 
 def _log_key():
@@ -178,14 +209,15 @@ def _log_key():
     return Ed25519PrivateKey.from_private_bytes(settings.TRAIL_SIGNING_KEY)
 
 
-def log_vkey() -> str:
+def log_vkey(epoch: int | None = None) -> str:
     """The log's verifier key (signed-note, type 0x01), for the witnesses."""
-    return tlog.vkey(origin(), tlog.public_raw(_log_key().public_key()))
+    return tlog.vkey(origin(epoch), tlog.public_raw(_log_key().public_key()))
 
 
-def checkpoint_note(size: int, root: bytes) -> str:
-    text = tlog.Checkpoint(origin(), size, root).text()
-    return text + "\n" + tlog.note_sign(text, origin(), _log_key())
+def checkpoint_note(size: int, root: bytes, epoch: int) -> str:
+    name = origin(epoch)
+    text = tlog.Checkpoint(name, size, root).text()
+    return text + "\n" + tlog.note_sign(text, name, _log_key())
 
 
 def _lock() -> None:
@@ -221,13 +253,15 @@ def checkpoint_make() -> Checkpoint | None:
     try:
         with transaction.atomic():
             _lock()
-            last = Checkpoint.objects.order_by("-id").values("size").first()
             head = tree_extend()
+            last = (Checkpoint.objects.filter(epoch=head.epoch).order_by("-id")
+                    .values("size").first())
             if head.size == 0 or (last is not None and head.size == last["size"]):
                 return None
             return Checkpoint.objects.create(
-                size=head.size, root=head.root.hex(), head_row=head.head_row,
-                at=timezone.now(), note=checkpoint_note(head.size, head.root))
+                epoch=head.epoch, size=head.size, root=head.root.hex(),
+                head_row=head.head_row, at=timezone.now(),
+                note=checkpoint_note(head.size, head.root, head.epoch))
     except ChainBroken as exc:
         fork_record("fork", "the change log no longer extends the checkpointed "
                     f"tree: {exc}")

@@ -183,13 +183,14 @@ class TreeNode(AppendOnlyModel):
     cost O(log n) look-ups; a forged node gives a proof the witnesses' and
     the verifier's checks refuse."""
 
+    epoch = models.PositiveIntegerField(default=1)
     level = models.SmallIntegerField()
     index = models.BigIntegerField()
     hash = models.CharField(max_length=64)
     row = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["level", "index"],
+        constraints = [models.UniqueConstraint(fields=["epoch", "level", "index"],
                                                name="treenode_position")]
         indexes = [models.Index(fields=["row"], name="treenode_row")]
 
@@ -200,8 +201,10 @@ class TreeNode(AppendOnlyModel):
 class Checkpoint(AppendOnlyModel):
     """A signed tree head of the trail (c2sp.org/tlog-checkpoint), as
     published: `note` is the signed note (the log's Ed25519 signature,
-    TRAIL_SIGNING_KEY). `head_row`: the change-log row of its last leaf."""
+    TRAIL_SIGNING_KEY). `head_row`: the change-log row of its last leaf;
+    `epoch`: which log (a declared loss starts the next, casino/epochs.py)."""
 
+    epoch = models.PositiveIntegerField(default=1)
     size = models.BigIntegerField()
     root = models.CharField(max_length=64)
     head_row = models.BigIntegerField(null=True, blank=True)
@@ -246,6 +249,9 @@ class WitnessEvent(AppendOnlyModel):
     size = models.BigIntegerField(null=True, blank=True)
     detail = models.TextField()
     request = models.TextField(blank=True)  # a refused request, as evidence
+    # an `epoch`: its number and its first change-log row (the declaration)
+    epoch = models.PositiveIntegerField(null=True, blank=True)
+    row = models.BigIntegerField(null=True, blank=True)
     at = models.DateTimeField()
 
     class Meta:

@@ -60,8 +60,8 @@ def _log_rows(coup_id: int) -> list[dict]:
     return out
 
 
-def _checkpoint(last_index: int) -> Checkpoint:
-    covering = Checkpoint.objects.filter(size__gt=last_index)
+def _checkpoint(epoch: int, last_index: int) -> Checkpoint:
+    covering = Checkpoint.objects.filter(epoch=epoch, size__gt=last_index)
     quorum = max(settings.WITNESS_QUORUM, 1) if settings.WITNESSES else 0
     best = (covering.annotate(n=Count("cosignatures")).filter(n__gte=quorum)
             .order_by("-id").first())
@@ -81,12 +81,14 @@ def coup_prove(*, coup_id: int) -> dict:
     log = _log_rows(coup.pk)
     if not log:
         raise ProofUnavailable(f"no change-log row names coup {coup_id}")
-    leaves = dict(TreeNode.objects.filter(level=0, row__in=[r["id"] for r in log])
-                  .values_list("row", "index"))
+    found = list(TreeNode.objects.filter(level=0, row__in=[r["id"] for r in log])
+                 .order_by("epoch").values_list("row", "index", "epoch"))
+    epoch = found[-1][2] if found else None
+    leaves = {row: index for row, index, e in found if e == epoch}
     if len(leaves) != len(log):
         raise ProofUnavailable("the coup's rows are not in a checkpoint yet")
-    cp = _checkpoint(max(leaves.values()))
-    nodes = DbNodes()
+    cp = _checkpoint(epoch, max(leaves.values()))
+    nodes = DbNodes(epoch=epoch)
     for r in log:
         r["index"] = leaves[r["id"]]
         r["inclusion"] = [tlog.b64(h) for h in

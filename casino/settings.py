@@ -399,7 +399,11 @@ TRAIL_ANCHOR_MINUTES = _minutes("TRAIL_ANCHOR_MINUTES", 15)
 # must have cosigned the latest checkpoint for /health/details/ to be happy.
 TRAIL_LOG_ORIGIN = _read("TRAIL_LOG_ORIGIN", env.str,
                          default="chemmy-audit.invalid/trail").strip()
-TRAIL_CHECKPOINTS = _strict_bool("TRAIL_CHECKPOINTS", default=True)
+# How often beat looks for new rows to checkpoint (seconds; idle: nothing).
+TRAIL_CHECKPOINT_SECONDS = _read("TRAIL_CHECKPOINT_SECONDS", env.float, default=1.0)
+if not 0.2 <= TRAIL_CHECKPOINT_SECONDS <= 3600:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_CHECKPOINT_SECONDS: from 0.2 to 3600")
 
 
 def _witnesses() -> list[dict]:
@@ -593,8 +597,14 @@ CELERY_BEAT_SCHEDULE = {
     },
     # anchors the timestamp authority did not answer for, asked again
     # (casino/timestamps.py; nothing to do without TRAIL_TSA_URL)
-    "trail-witnesses": {
+    # the trail's checkpoints, a second after a write at most (idle: none),
+    # and its witnesses asked again (casino/checkpoints.py)
+    "trail-checkpoint": {
         "task": "trail.checkpoint",
+        "schedule": timedelta(seconds=TRAIL_CHECKPOINT_SECONDS),
+    },
+    "trail-witnesses": {
+        "task": "trail.witnesses",
         "schedule": timedelta(seconds=WITNESS_CHECK_SECONDS),
     },
     "trail-timestamps": {

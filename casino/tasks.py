@@ -7,7 +7,7 @@ from celery import shared_task
 
 from .anchors import trail_anchor
 from .celery import message_refused
-from .checkpoints import checkpoint_publish
+from .checkpoints import checkpoint_publish, checkpoint_tick
 from .timestamps import timestamps_retry
 
 # The reasons an anchor asked for through the broker may carry: beat's
@@ -38,11 +38,18 @@ def timestamps_retry_task() -> dict:
 
 @shared_task(name="trail.checkpoint", acks_late=True)
 def trail_checkpoint_task(*args, **kwargs) -> dict:
-    """A checkpoint of the trail if it grew since the last one, and every
-    witness brought up to the latest (casino/merkle.py, casino/witness.py).
-    Idempotent: with nothing new it signs nothing, and a witness already at
-    the latest checkpoint is only asked again (which is how a witness that
-    holds more than the database is heard)."""
+    """A checkpoint of the trail if it grew since the last one, pushed to the
+    witnesses (casino/checkpoints.py); idle, nothing. Idempotent."""
     if args or kwargs:  # it takes nothing: a message with more is forged
         return message_refused("trail.checkpoint", "it takes no arguments")
+    return checkpoint_tick()
+
+
+@shared_task(name="trail.witnesses", acks_late=True)
+def trail_witnesses_task(*args, **kwargs) -> dict:
+    """Every witness brought up to the latest checkpoint, or asked again: a
+    witness down is retried, one that holds more than the database is heard
+    (casino/witness.py). Idempotent."""
+    if args or kwargs:
+        return message_refused("trail.witnesses", "it takes no arguments")
     return checkpoint_publish()

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from tools.evidence_verifier import tlog
 
-from .merkle import DbNodes, fork_record
+from .merkle import DbNodes, current_epoch, fork_record
 from .models import ChangeLog, Checkpoint, Cosignature
 from .trailstop import stop_reason_event
 
@@ -59,9 +59,17 @@ def _post(url: str, body: bytes) -> tuple[int, str, str]:
             "utf-8", "replace")
 
 
-def last_cosigned(name: str) -> Cosignature | None:
-    return (Cosignature.objects.filter(witness=name).select_related("checkpoint")
+def last_cosigned(name: str, epoch: int | None = None) -> Cosignature | None:
+    """The largest checkpoint of the epoch (the current one) `name` cosigned."""
+    epoch = current_epoch()[0] if epoch is None else epoch
+    return (Cosignature.objects.filter(witness=name, checkpoint__epoch=epoch)
+            .select_related("checkpoint")
             .order_by("-checkpoint__size", "-id").first())
+
+
+def epoch_rows() -> int:
+    """The change-log rows of the current epoch (from its declaration on)."""
+    return ChangeLog.objects.filter(id__gte=current_epoch()[1]).count()
 
 
 def _clock(at: datetime) -> str:
@@ -91,14 +99,15 @@ def _keep(witness: dict, cp: Checkpoint, answer: str) -> Cosignature:
 def push_one(witness: dict, cp: Checkpoint) -> str:
     """Bring one witness to checkpoint `cp`: what happened, in words."""
     name = witness["name"]
-    last = last_cosigned(name)
+    last = last_cosigned(name, cp.epoch)
     old = last.checkpoint.size if last else 0
     url = witness["url"] + "/add-checkpoint"
     for _ in range(3):
         if old > cp.size:
             return _behind(witness, cp, old, last)
         body = tlog.add_checkpoint_body(
-            old, tlog.consistency_proof(DbNodes().get, old, cp.size), cp.note)
+            old, tlog.consistency_proof(DbNodes(epoch=cp.epoch).get, old, cp.size),
+            cp.note)
         try:
             status, ctype, text = _post(url, body)
         except (OSError, urllib.error.URLError) as exc:
@@ -133,7 +142,7 @@ def push_one(witness: dict, cp: Checkpoint) -> str:
 
 
 def _behind(witness: dict, cp: Checkpoint, held: int, last) -> str:
-    rows = ChangeLog.objects.count()
+    rows = epoch_rows()
     when = f" at {_clock(last.time)}" if last is not None else ""
     fork_record("behind", f"the database holds {rows:,} rows; witness "
                 f"{witness['name']} cosigned {held:,}{when} (a restored dump or a "
@@ -142,7 +151,7 @@ def _behind(witness: dict, cp: Checkpoint, held: int, last) -> str:
 
 
 def witnesses_push() -> dict[str, str]:
-    cp = Checkpoint.objects.order_by("-id").first()
+    cp = Checkpoint.objects.filter(epoch=current_epoch()[0]).order_by("-id").first()
     if cp is None:
         return {}
     return {w["name"]: push_one(w, cp) for w in settings.WITNESSES}
@@ -162,17 +171,21 @@ def witness_compare(*, full: bool = False) -> Comparison:
     (each cosignature checked against the witness's key); `full` recomputes
     the root of the cosigned size from the change log's links (verify_trail),
     else the row count only (/health/details/)."""
-    rows = ChangeLog.objects.count()
+    epoch, start = current_epoch()
+    rows = epoch_rows()
     out = Comparison(True, rows)
+    if epoch > 1:
+        out.notes.append(f"log epoch {epoch} since row {start} (a declared loss: "
+                         "manage.py trail_epoch)")
     stop = stop_reason_event()
     if stop is not None:
         out.problems.append(f"writes stopped: {stop.detail} (named at "
                             f"{_clock(stop.at)}; `manage.py trail_epoch` declares it)")
-    latest = Checkpoint.objects.order_by("-id").first()
+    latest = Checkpoint.objects.filter(epoch=epoch).order_by("-id").first()
     links = None
     quorum = 0
     for w in settings.WITNESSES:
-        last = last_cosigned(w["name"])
+        last = last_cosigned(w["name"], epoch)
         if last is None:
             out.notes.append(f"witness {w['name']} has cosigned nothing yet")
             continue
@@ -196,8 +209,8 @@ def witness_compare(*, full: bool = False) -> Comparison:
             continue
         if full:
             if links is None:
-                links = list(ChangeLog.objects.order_by("id").values_list(
-                    "link", flat=True))
+                links = list(ChangeLog.objects.filter(id__gte=start).order_by("id")
+                             .values_list("link", flat=True))
             tree = tlog.MemoryTree([_leaf(x) for x in links[:cp.size]])
             if tree.root() != tlog.checkpoint_parse(text).root:
                 out.problems.append(

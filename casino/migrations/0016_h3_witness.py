@@ -68,6 +68,7 @@ class Migration(migrations.Migration):
             name='Checkpoint',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('epoch', models.PositiveIntegerField(default=1)),
                 ('size', models.BigIntegerField()),
                 ('root', models.CharField(max_length=64)),
                 ('head_row', models.BigIntegerField(blank=True, null=True)),
@@ -87,6 +88,8 @@ class Migration(migrations.Migration):
                 ('size', models.BigIntegerField(blank=True, null=True)),
                 ('detail', models.TextField()),
                 ('request', models.TextField(blank=True)),
+                ('epoch', models.PositiveIntegerField(blank=True, null=True)),
+                ('row', models.BigIntegerField(blank=True, null=True)),
                 ('at', models.DateTimeField()),
             ],
             options={
@@ -110,6 +113,7 @@ class Migration(migrations.Migration):
             name='TreeNode',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('epoch', models.PositiveIntegerField(default=1)),
                 ('level', models.SmallIntegerField()),
                 ('index', models.BigIntegerField()),
                 ('hash', models.CharField(max_length=64)),
@@ -117,7 +121,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'indexes': [models.Index(fields=['row'], name='treenode_row')],
-                'constraints': [models.UniqueConstraint(fields=('level', 'index'), name='treenode_position')],
+                'constraints': [models.UniqueConstraint(fields=('epoch', 'level', 'index'), name='treenode_position')],
             },
         ),
         migrations.RunPython(forward, backward),

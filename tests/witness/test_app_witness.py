@@ -194,3 +194,50 @@ def test_rows_rewritten_under_a_cosigned_checkpoint_are_named(witnesses):
     found = witness_compare(full=True)
     assert any("are not the tree witness witness.example/w1 cosigned" in p
                for p in found.problems), found.problems
+
+
+def test_a_declared_restore_starts_a_new_epoch_and_the_floor_plays_on(
+        witnesses, api, manager, settings):
+    write(5)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(6)
+    checkpoint_publish()
+    lost = ChangeLog.objects.count()
+    restore_to(old)
+    checkpoint_publish()
+    assert stop_reason_event().kind == "behind"
+    with pytest.raises(CommandError, match="reason"):
+        call_command("trail_epoch", "--reason", " ", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("trail_epoch", "--reason", "restored the 21:00 dump after a disk "
+                 "failure", stdout=out)
+    declared = ChangeLog.objects.get(action="casino.trail.epoch_declared")
+    assert declared.new["epoch"] == 2
+    assert declared.new["witness_held"] == lost
+    assert declared.new["rows_lost"] == lost - declared.new["database_rows"] > 0
+    assert declared.new["witnesses"]["witness.example/w1"]["size"] == old
+    assert stop_reason_event() is None
+    assert "Give each witness the new log's key" in out.getvalue()
+    # the floor plays on at once
+    api.force_authenticate(user=manager)
+    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
+                 format="json")
+    assert r.status_code == 201, r.content
+    # the regulator adds the new log to its witnesses; they cosign epoch 2,
+    # whose first leaf is the declaration
+    for w in witnesses:
+        w.stop()
+        w.logs.append(declared.new["log_key"])
+        w.start()
+    out = checkpoint_publish()
+    size = ChangeLog.objects.filter(id__gte=declared.pk).count()
+    assert set(out["witnesses"].values()) == {f"cosigned {size}"}, out
+    cp = Checkpoint.objects.order_by("-id").first()
+    assert cp.epoch == 2 and cp.note.startswith(settings.TRAIL_LOG_ORIGIN + "/epoch2\n")
+    assert TreeNode.objects.get(epoch=2, level=0, index=0).row == declared.pk
+    found = witness_compare(full=True)
+    assert found.ok, found.problems
+    assert any("epoch 2" in n for n in found.notes)
+    with pytest.raises(CommandError, match="nothing to declare"):
+        call_command("trail_epoch", "--reason", "again", stdout=io.StringIO())

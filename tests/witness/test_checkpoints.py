@@ -56,31 +56,18 @@ def test_incremental_checkpoints_are_the_logs_tree():
 
 
 @pytest.mark.django_db
-def test_the_write_path_asks_for_a_checkpoint_once_a_second(monkeypatch):
-    from types import SimpleNamespace
+def test_beat_checkpoints_every_second_and_idle_signs_nothing(settings):
+    from casino.celery import by_name
+    from casino.checkpoints import checkpoint_tick
 
-    from casino import celery
-    from casino import checkpoints as merkle
-
-    sent, clock = [], [1000.0]
-    monkeypatch.setattr(celery, "publish", lambda sig: sent.append(sig) or "id")
-    monkeypatch.setattr(merkle, "_sent", [float("-inf")])
-    monkeypatch.setattr(merkle, "time", SimpleNamespace(monotonic=lambda: clock[0]))
-    eager = celery.app.conf.task_always_eager
-    celery.app.conf.task_always_eager = False  # a broker, as in production
-    try:
-        for _ in range(3):
-            merkle.checkpoint_soon()
-        assert [s.task for s in sent] == ["trail.checkpoint"]
-        assert sent[0].options["countdown"] == merkle.DEBOUNCE_SECONDS
-        clock[0] += 0.9
-        merkle.checkpoint_soon()
-        assert len(sent) == 1
-        clock[0] += 0.2  # over a second after the last: asked again
-        merkle.checkpoint_soon()
-        assert len(sent) == 2
-    finally:
-        celery.app.conf.task_always_eager = eager
+    entry = settings.CELERY_BEAT_SCHEDULE["trail-checkpoint"]
+    assert entry["task"] == "trail.checkpoint"
+    assert entry["schedule"].total_seconds() == settings.TRAIL_CHECKPOINT_SECONDS == 1
+    by_name("trail.checkpoint")  # registered
+    write(2)
+    assert checkpoint_tick()["checkpoint"] == ChangeLog.objects.count()
+    assert checkpoint_tick() == {"checkpoint": None, "witnesses": {}}
+    assert Checkpoint.objects.count() == 1
 
 
 @pytest.mark.tampers
