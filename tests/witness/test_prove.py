@@ -117,3 +117,22 @@ def test_a_coup_not_yet_checkpointed_is_said(played, deal, shoe):
         call_command("prove", str(coup.pk), stdout=io.StringIO())
     with pytest.raises(CommandError, match="no coup 999999"):
         call_command("prove", "999999", stdout=io.StringIO())
+
+
+def test_the_auditors_api_gives_the_same_proof(proven, api, auditor, croupier,
+                                               client):
+    coup, out, w = proven
+    api.force_authenticate(user=croupier)
+    assert api.get(f"/api/v1/coups/{coup.pk}/proof/").status_code == 403
+    api.force_authenticate(user=auditor)
+    r = api.get(f"/api/v1/coups/{coup.pk}/proof/")
+    assert r.status_code == 200
+    log_keys, witness_keys = keys(w)
+    assert coupproof.check(r.json(), log_keys, witness_keys, 1) == []
+    assert api.get("/api/v1/coups/999999/proof/").status_code == 404
+    # the latest checkpoint and its cosignature, for anyone
+    r = client.get("/trail/checkpoint")
+    assert r.status_code == 200 and r["X-Log-Key"] == log_vkey()
+    text, _ = tlog.note_open(r.content.decode(), [tlog.parse_vkey(log_vkey())])
+    (mine, theirs) = tlog.note_split(r.content.decode())[1]
+    assert tlog.cosignature_check(text, theirs, tlog.parse_vkey(w.vkey)) > 0
