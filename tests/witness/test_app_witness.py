@@ -140,14 +140,16 @@ def test_a_restored_dump_is_named_by_the_witness(witnesses, api, manager):
     lost = ChangeLog.objects.count()
     restore_to(old)
     assert witness_compare(full=True).ok  # the database alone cannot tell
-    out = checkpoint_publish()  # beat asks the witnesses again
+    # verify_trail asks the witnesses (as beat's trail.witnesses does)
+    with pytest.raises(CommandError, match=f"witness witness.example/w1 cosigned "
+                       f"{lost:,}"):
+        call_command("verify_trail", "--ask-witnesses", stdout=io.StringIO())
+    out = checkpoint_publish()  # and again: still behind
     assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
     stop = stop_reason_event()
     assert stop.kind == "behind"
     assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
             f"{lost:,}") in stop.detail
-    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
-                 format="json")
     api.force_authenticate(user=manager)
     r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
                  format="json")
