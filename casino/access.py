@@ -52,6 +52,10 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-docs": {"GET": PUBLIC},
     # the casino's public signing keys: whoever checks its evidence
     "trail-keys": {"GET": PUBLIC},
+    # the trail's latest checkpoint and cosignatures (casino/trail_api.py),
+    # for whoever watches the log; one coup's proof, for the auditors
+    "trail-checkpoint": {"GET": PUBLIC},
+    "api-coup-proof": {"GET": "trail.read"},
     # the floor's REST API (tables/api)
     "api-token": {"POST": PUBLIC},
     "api-tables": {"GET": R, "POST": "table.manage"},

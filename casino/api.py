@@ -20,7 +20,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from .dbsession import chain_held, chain_held_response
+from .dbsession import (
+    chain_held,
+    chain_held_response,
+    trail_stopped,
+    trail_stopped_response,
+)
 from .drf import DecimalField as StrictDecimalField
 from .drf import ErrorSerializer, PayloadTooLarge
 from .errors import ServiceError
@@ -56,6 +61,9 @@ def exception_handler(exc, context):
         )
     if isinstance(exc, RequestDataTooBig):  # a form body past the limit
         exc = PayloadTooLarge()
+    stopped = trail_stopped(exc)
+    if stopped:  # the witnesses named a fork or a rollback (casino/witness.py)
+        return trail_stopped_response(context["request"], stopped)
     if isinstance(exc, OperationalError) and chain_held(exc):
         # The change log's chain held past lock_timeout (casino/dbsession.py):
         # say so, and alert, rather than "the database is unavailable".

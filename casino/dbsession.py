@@ -214,6 +214,37 @@ def chain_held(exc: BaseException) -> bool:
     return False
 
 
+def trail_stopped(exc: BaseException) -> str | None:
+    """The words of a write refused because the witnesses named a fork or a
+    rollback (casino_chain_head's SQLSTATE CW409, casino.trail.TrailStopped
+    on SQLite), else None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if getattr(exc, "sqlstate", None) == "CW409":
+            diag = getattr(exc, "diag", None)
+            text = getattr(diag, "message_primary", None) or str(exc)
+            return text.splitlines()[0]
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def trail_stopped_response(request, message: str):
+    """503 naming the fork or the rollback: nothing was written."""
+    from django.http import HttpResponse, JsonResponse
+
+    detail = (f"{message}. Nothing was written; writes resume once the "
+              "operator declares the loss (manage.py trail_epoch)")
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": detail, "code": "trail_stopped"},
+                                status=503)
+    else:
+        response = HttpResponse(detail, status=503,
+                                content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = "30"
+    return response
+
+
 def chain_holders(connection=None) -> list[dict] | None:
     """The sessions holding the chain's advisory lock, from pg_locks (every
     role sees it) and pg_stat_activity (another role's session shows its
@@ -327,4 +358,7 @@ class ChainHeldMiddleware:
     def process_exception(self, request, exception):
         if chain_held(exception):
             return chain_held_response(request)
+        stopped = trail_stopped(exception)
+        if stopped:
+            return trail_stopped_response(request, stopped)
         return None

@@ -275,6 +275,30 @@ class RoleSettings(HealthCheck):
         raise _Fine("no role or database setting changes the app's sessions")
 
 
+@dataclasses.dataclass
+class Witnesses(HealthCheck):
+    """The database against the latest checkpoint each witness cosigned
+    (casino/witness.py): a shorter chain, a fork the witnesses named (writes
+    are stopped), a witness without the quorum's latest checkpoint."""
+
+    values: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def run(self):
+        from .witness import witness_compare
+
+        if not settings.WITNESSES:
+            raise _Fine("no witness configured (WITNESS_URLS)")
+        found = witness_compare()
+        self.values["rows"] = found.rows
+        self.values["cosigned"] = found.cosigned
+        if found.problems:
+            raise ServiceUnavailable("; ".join(found.problems))
+        if found.notes:
+            raise ServiceUnavailable("; ".join(found.notes))
+        sizes = ", ".join(f"{name} {v['size']:,}" for name, v in found.cosigned.items())
+        raise _Fine(f"the database holds {found.rows:,} rows; cosigned: {sizes}")
+
+
 def _checks() -> list[tuple[str, HealthCheck, bool]]:
     """(name, check, critical): a critical check decides /health/."""
     return [
@@ -285,6 +309,7 @@ def _checks() -> list[tuple[str, HealthCheck, bool]]:
         ("anchors", AnchorFreshness(), False),
         ("ledger_check", LedgerCheckAge(), False),
         ("role_settings", RoleSettings(), False),
+        ("witnesses", Witnesses(), False),
     ]
 
 

@@ -173,3 +173,89 @@ class TimestampToken(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"timestamp of anchor {self.anchor_id} at {self.gen_time}"
+
+
+class TreeNode(AppendOnlyModel):
+    """A complete subtree of the trail's Merkle tree (casino/merkle.py): the
+    hash (hex) over leaves [index * 2**level, (index + 1) * 2**level). Level
+    0 holds the leaves, the change-log rows' public links in id order, with
+    their row. What makes a checkpoint, an inclusion or a consistency proof
+    cost O(log n) look-ups; a forged node gives a proof the witnesses' and
+    the verifier's checks refuse."""
+
+    epoch = models.PositiveIntegerField(default=1)
+    level = models.SmallIntegerField()
+    index = models.BigIntegerField()
+    hash = models.CharField(max_length=64)
+    row = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["epoch", "level", "index"],
+                                               name="treenode_position")]
+        indexes = [models.Index(fields=["row"], name="treenode_row")]
+
+    def __str__(self) -> str:
+        return f"tree node {self.level}/{self.index}"
+
+
+class Checkpoint(AppendOnlyModel):
+    """A signed tree head of the trail (c2sp.org/tlog-checkpoint), as
+    published: `note` is the signed note (the log's Ed25519 signature,
+    TRAIL_SIGNING_KEY). `head_row`: the change-log row of its last leaf;
+    `epoch`: which log (a declared loss starts the next, casino/epochs.py)."""
+
+    epoch = models.PositiveIntegerField(default=1)
+    size = models.BigIntegerField()
+    root = models.CharField(max_length=64)
+    head_row = models.BigIntegerField(null=True, blank=True)
+    at = models.DateTimeField()
+    note = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.size} at {self.at:%H:%M:%S}"
+
+
+class Cosignature(AppendOnlyModel):
+    """A witness's cosignature/v1 of a checkpoint (c2sp.org/tlog-cosignature),
+    checked against its configured key when received."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.PROTECT,
+                                   related_name="cosignatures")
+    witness = models.CharField(max_length=200)
+    line = models.TextField()
+    time = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.witness} cosigned {self.checkpoint_id}"
+
+
+class WitnessEvent(AppendOnlyModel):
+    """What the witnesses and the checkpoint maker found: `fork` (the
+    database's chain does not extend what a witness cosigned, or a witness
+    refused a proof), `behind` (a witness holds a larger tree than the
+    database: a restored dump, a cut tail), `epoch` (the operator's
+    declaration of a loss, which lifts the stop on writes). While a `fork` or
+    `behind` is newer than the last `epoch`, the chain refuses writes
+    (casino_chain_head, migration casino 0016)."""
+
+    kind = models.CharField(max_length=16)
+    witness = models.CharField(max_length=200, blank=True)
+    size = models.BigIntegerField(null=True, blank=True)
+    detail = models.TextField()
+    request = models.TextField(blank=True)  # a refused request, as evidence
+    # an `epoch`: its number and its first change-log row (the declaration)
+    epoch = models.PositiveIntegerField(null=True, blank=True)
+    row = models.BigIntegerField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.witness} at {self.at:%H:%M:%S}"

@@ -390,6 +390,61 @@ def _minutes(name: str, default: int) -> int | float:
 
 
 TRAIL_ANCHOR_MINUTES = _minutes("TRAIL_ANCHOR_MINUTES", 15)
+
+# The trail as a Merkle log and its witnesses (casino/merkle.py,
+# casino/witness.py, docs/witness.md). TRAIL_LOG_ORIGIN names the log in its
+# checkpoints (and is its key's name); WITNESS_URLS lists the witnesses a
+# checkpoint goes to, comma-separated "URL;VKEY" (VKEY the witness's
+# cosignature/v1 verifier key, name+keyid+base64); WITNESS_QUORUM how many
+# must have cosigned the latest checkpoint for /health/details/ to be happy.
+TRAIL_LOG_ORIGIN = _read("TRAIL_LOG_ORIGIN", env.str,
+                         default="chemmy-audit.invalid/trail").strip()
+# How often beat looks for new rows to checkpoint (seconds; idle: nothing).
+TRAIL_CHECKPOINT_SECONDS = _read("TRAIL_CHECKPOINT_SECONDS", env.float, default=1.0)
+if not 0.2 <= TRAIL_CHECKPOINT_SECONDS <= 3600:
+    raise ImproperlyConfigured(
+        "Environment variable TRAIL_CHECKPOINT_SECONDS: from 0.2 to 3600")
+
+
+def _witnesses() -> list[dict]:
+    from tools.evidence_verifier import tlog
+
+    if not TRAIL_LOG_ORIGIN or any(c.isspace() or c == "+" for c in TRAIL_LOG_ORIGIN):
+        raise ImproperlyConfigured(
+            "Environment variable TRAIL_LOG_ORIGIN: non-empty, no space, no plus")
+    out = []
+    for entry in _read("WITNESS_URLS", env.list, default=[]):
+        url, _, vkey = entry.strip().partition(";")
+        if not re.match(r"https?://[^\s;]+$", url):
+            raise ImproperlyConfigured(
+                f"Environment variable WITNESS_URLS: {url!r} is not an http(s) URL")
+        try:
+            key = tlog.parse_vkey(vkey)
+        except tlog.ProofError as exc:
+            raise ImproperlyConfigured(
+                f"Environment variable WITNESS_URLS: {url}: {exc}") from exc
+        if key.alg != tlog.ALG_COSIGNATURE_V1:
+            raise ImproperlyConfigured(
+                f"Environment variable WITNESS_URLS: {url}: a cosignature/v1 key "
+                "(type 0x04) expected")
+        out.append({"url": url.rstrip("/"), "name": key.name, "vkey": vkey.strip()})
+    if len({w["name"] for w in out}) != len(out):
+        raise ImproperlyConfigured("Environment variable WITNESS_URLS: a name twice")
+    return out
+
+
+WITNESSES = _witnesses()
+WITNESS_QUORUM = _read("WITNESS_QUORUM", env.int, default=len(WITNESSES))
+if not 0 <= WITNESS_QUORUM <= len(WITNESSES):
+    raise ImproperlyConfigured(
+        "Environment variable WITNESS_QUORUM: from 0 to the number of WITNESS_URLS")
+WITNESS_TIMEOUT = _read("WITNESS_TIMEOUT", env.float, default=3.0)
+if not 0.1 <= WITNESS_TIMEOUT <= 60:
+    raise ImproperlyConfigured(
+        "Environment variable WITNESS_TIMEOUT: between 0.1 and 60 seconds")
+# How often beat brings lagging witnesses up and asks them whether they
+# hold more than the database (a restored dump, a cut tail, no write since).
+WITNESS_CHECK_SECONDS = _read("WITNESS_CHECK_SECONDS", env.float, default=5.0)
 # RFC 3161 trusted timestamps of every anchor (casino/timestamps.py): the
 # authority's URL, and the certificate(s) its tokens are checked against (its
 # root CA, PEM, intermediates after it). Unset URL: no timestamps.
@@ -542,6 +597,16 @@ CELERY_BEAT_SCHEDULE = {
     },
     # anchors the timestamp authority did not answer for, asked again
     # (casino/timestamps.py; nothing to do without TRAIL_TSA_URL)
+    # the trail's checkpoints, a second after a write at most (idle: none),
+    # and its witnesses asked again (casino/checkpoints.py)
+    "trail-checkpoint": {
+        "task": "trail.checkpoint",
+        "schedule": timedelta(seconds=TRAIL_CHECKPOINT_SECONDS),
+    },
+    "trail-witnesses": {
+        "task": "trail.witnesses",
+        "schedule": timedelta(seconds=WITNESS_CHECK_SECONDS),
+    },
     "trail-timestamps": {
         "task": "trail.timestamps_retry",
         "schedule": timedelta(minutes=TRAIL_TSA_RETRY_MINUTES),

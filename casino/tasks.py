@@ -7,6 +7,7 @@ from celery import shared_task
 
 from .anchors import trail_anchor
 from .celery import message_refused
+from .checkpoints import checkpoint_publish, checkpoint_tick
 from .timestamps import timestamps_retry
 
 # The reasons an anchor asked for through the broker may carry: beat's
@@ -33,3 +34,22 @@ def timestamps_retry_task() -> dict:
     for (casino/timestamps.py). Idempotent: an anchor with its token is not
     asked again."""
     return timestamps_retry()
+
+
+@shared_task(name="trail.checkpoint", acks_late=True)
+def trail_checkpoint_task(*args, **kwargs) -> dict:
+    """A checkpoint of the trail if it grew since the last one, pushed to the
+    witnesses (casino/checkpoints.py); idle, nothing. Idempotent."""
+    if args or kwargs:  # it takes nothing: a message with more is forged
+        return message_refused("trail.checkpoint", "it takes no arguments")
+    return checkpoint_tick()
+
+
+@shared_task(name="trail.witnesses", acks_late=True)
+def trail_witnesses_task(*args, **kwargs) -> dict:
+    """Every witness brought up to the latest checkpoint, or asked again: a
+    witness down is retried, one that holds more than the database is heard
+    (casino/witness.py). Idempotent."""
+    if args or kwargs:
+        return message_refused("trail.witnesses", "it takes no arguments")
+    return checkpoint_publish()

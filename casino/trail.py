@@ -157,6 +157,15 @@ LEFT_OUT: dict[str, str] = {
     "its file and checks its signature there",
     "casino.timestamptoken": "an RFC 3161 token, signed by the time-stamp "
     "authority; verify_trail checks it against its anchor's statement",
+    "casino.treenode": "the Merkle tree over the links (casino/merkle.py): "
+    "re-computable from the change log, and a forged node gives a proof the "
+    "witnesses and the verifier refuse",
+    "casino.checkpoint": "a signed tree head (the log's Ed25519 key); "
+    "verify_trail re-computes its root from the change log",
+    "casino.cosignature": "a witness's cosignature, checked against the "
+    "witness's configured key wherever it is read",
+    "casino.witnessevent": "what the witnesses refused and the declared "
+    "epochs: deleting one only lifts a stop the next push sets again",
     "admin.logentry": "Django admin's own history; the trail has every change",
     "auth.permission": "the catalogue of permission names that migrate writes; "
     "grants (group and user permissions) are bound",
@@ -384,6 +393,12 @@ def ledger_digest(obj) -> str:
     (casino/native.py). A field at its default is left out, so a later
     migration that adds a field with a default leaves every earlier digest
     valid (an edit to or from the default still changes the digest)."""
+    return hashlib.sha256(_dumps(ledger_content(obj)).encode("utf-8")).hexdigest()
+
+
+def ledger_content(obj) -> dict:
+    """What ledger_digest hashes (the canonical JSON of this dict): a coup's
+    proof (casino/prove.py) carries it for the verifier to hash again."""
     content = {}
     for attname, kind, quant, omit, back, fix in _digest_plan(type(obj)):
         value = getattr(obj, attname)
@@ -400,7 +415,7 @@ def ledger_digest(obj) -> str:
         if omit is not _UNSET and value == omit:
             continue
         content[attname] = _canonical(kind, quant, value)
-    return hashlib.sha256(_dumps(content).encode("utf-8")).hexdigest()
+    return content
 
 
 def _covered(label: str, obj) -> bool:
@@ -508,9 +523,26 @@ def chain_head(connection) -> str:
         if connection.vendor == "postgresql":
             cursor.execute(*chain_lock_statements()[0])
         else:
+            _stopped_check()  # PostgreSQL: inside casino_chain_head (0016)
             cursor.execute(_HEAD)
         row = cursor.fetchone()
     return row[0] if row and row[0] else ""
+
+
+class TrailStopped(Exception):
+    """The witnesses named a fork or a rollback (casino.WitnessEvent) that the
+    operator has not declared: the chain refuses every write (on PostgreSQL
+    casino_chain_head raises SQLSTATE CW409 with the same words)."""
+
+    sqlstate = "CW409"
+
+
+def _stopped_check() -> None:
+    from .trailstop import stop_reason_event
+
+    stop = stop_reason_event()
+    if stop is not None:
+        raise TrailStopped(f"the trail is stopped: {stop.detail}")
 
 
 # -- verification --------------------------------------------------------------

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from casino.api import IdConverter
 from casino.health import health, health_details
 from casino.tokens import TokenRevokeView
+from casino.trail_api import CoupProofView, trail_checkpoint
 from casino.views import trail_keys
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
@@ -45,6 +46,9 @@ urlpatterns = [
     path("tableaux/", include("audit.tableaux_urls")),
     # the casino's public signing keys (casino/signing.py): for anyone
     path("trail/keys.json", trail_keys, name="trail-keys"),
+    path("trail/checkpoint", trail_checkpoint, name="trail-checkpoint"),
+    path("api/v1/coups/<id:pk>/proof/", CoupProofView.as_view(),
+         name="api-coup-proof"),
     path("", include("tables.urls")),
 ]
 

@@ -5,6 +5,11 @@ database, no secret. Standard library plus `cryptography`.
     python tools/verify_evidence.py BUNDLE.zip --public-key casino.pem \
         [--public-key old.pem ...] [--tsa-cert tsa.pem] [--engine DIR] [--json]
 
+    python tools/verify_evidence.py coup-proof PROOF.json --log-key VKEY \
+        --witness-key VKEY ... [--quorum N]
+checks one coup's proof (`manage.py prove COUP`) instead: what it checks is
+evidence_verifier/coupproof.py's docstring.
+
 Exit 0: every check held; the period's commission per table and gaming day
 is printed. Exit 1: the first differences found, each naming the row. Exit 2:
 the bundle cannot be checked at all: not a bundle, a part missing, a field
@@ -193,6 +198,11 @@ def _malformed(exc: Exception) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["coup-proof"]:  # one coup's proof (coupproof.py)
+        from evidence_verifier.coupproof import main as coup_proof
+
+        return coup_proof(argv[1:])
     args = arguments(argv)
     memory_limit(args.memory_limit)
     v = None

@@ -62,7 +62,8 @@ def test_details_are_for_staff(client, manager, auditor):
     r = client.get("/health/details/")
     body = r.json()
     assert set(body["checks"]) == {"database", "redis", "worker", "beat",
-                                   "anchors", "ledger_check", "role_settings"}
+                                   "anchors", "ledger_check", "role_settings",
+                                   "witnesses"}
     assert body["checks"]["database"]["ok"] is True
     assert r.status_code == 200  # a report: "ok" in it says
     assert body["ok"] is all(c["ok"] for c in body["checks"].values())

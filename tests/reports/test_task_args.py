@@ -21,6 +21,8 @@ FORGED = "FORGED via Redis: key rotation"
     ("trail.anchor", [FORGED], {}),
     ("trail.anchor", [], {"reason": FORGED}),
     ("trail.anchor", [], {"reason": ["interval"]}),
+    ("trail.checkpoint", [FORGED], {}),
+    ("trail.witnesses", [], {"size": 1}),
     ("reports.nightly", [], {"cutoff_hour": FORGED}),
     ("reports.nightly", [], {"cutoff_hour": 24}),
     ("reports.nightly", [], {"cutoff_hour": 6, "format": "zip"}),

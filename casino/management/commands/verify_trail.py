@@ -8,6 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from casino.trail import trail_verify
+from casino.witness import witness_compare, witnesses_push
 
 
 def _anchor(value: str) -> tuple[int, str]:
@@ -34,10 +35,26 @@ class Command(BaseCommand):
             "chain must still hold that digest at that row",
         )
         parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument(
+            "--ask-witnesses", action="store_true",
+            help="first push the latest checkpoint to every witness (WITNESS_URLS): "
+            "one that holds more than the database says so now",
+        )
 
     def handle(self, *args, anchor=None, **options):
         check = trail_verify(_anchor(anchor) if anchor else None)
         as_json = options["json"]
+        if options.get("ask_witnesses"):
+            witnesses_push()
+        # the database against the latest checkpoint each witness cosigned:
+        # a shorter or forked chain is named with the witness's numbers
+        found = witness_compare(full=True)
+        if found.problems:
+            from dataclasses import replace
+
+            problems = (*found.problems, *((check.problem,) if check.problem else ()),
+                        *check.problems)
+            check = replace(check, problem=found.problems[0], problems=problems[:100])
         if as_json:
             self.stdout.write(json.dumps(check.to_dict()))
         if not check.ok:

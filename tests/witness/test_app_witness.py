@@ -1,0 +1,245 @@
+"""The app and its witnesses, each witness a real process on a port of its
+own (tools/witness): checkpoints cosigned by two witnesses and a quorum, a
+witness down then back, a cut tail, a restored older dump and a forked chain
+(rows rewritten after a restore, signed with the app's own keys) named with
+the witness's numbers, and writes stopped (503 naming it)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import transaction
+
+from casino.changelog import log_action
+from casino.checkpoints import checkpoint_publish
+from casino.merkle import log_vkey
+from casino.models import ChangeLog, Checkpoint, Cosignature, TreeNode, WitnessEvent
+from casino.trailstop import stop_reason_event
+from casino.witness import witness_compare
+from tests.insider.test_tampering import superuser
+from tools.evidence_verifier import tlog
+
+pytestmark = [pytest.mark.django_db, pytest.mark.tampers]
+
+
+def write(n: int, tag: str = "row") -> None:
+    for i in range(n):
+        with transaction.atomic():
+            log_action(action="tests.witness.note", reason=f"{tag} {i}")
+
+
+@pytest.fixture
+def witnesses(settings, witness_factory):
+    """Two witnesses of the app's log, as WITNESS_URLS names them."""
+    started = [witness_factory(f"witness.example/w{i}", [log_vkey()])
+               for i in (1, 2)]
+    settings.WITNESSES = [{"url": w.url, "name": w.name, "vkey": w.vkey}
+                          for w in started]
+    settings.WITNESS_QUORUM = 2
+    return started
+
+
+def restore_to(size: int) -> None:
+    """What a dump of the database taken at tree size `size` restores: the
+    change log, the tree, the checkpoints and cosignatures as they were."""
+    row = TreeNode.objects.get(level=0, index=size - 1).row
+    with superuser() as c:
+        c.execute("DELETE FROM casino_cosignature WHERE checkpoint_id IN (SELECT id "
+                  "FROM casino_checkpoint WHERE size > %s)", [size])
+        c.execute("DELETE FROM casino_checkpoint WHERE size > %s", [size])
+        c.execute('DELETE FROM casino_treenode WHERE ("index" + 1) * '
+                  "(1::bigint << level) > %s", [size])
+        c.execute("DELETE FROM casino_seal WHERE log_id > %s", [row])
+        c.execute("DELETE FROM casino_changelog WHERE id > %s", [row])
+
+
+def test_two_witnesses_cosign_and_the_quorum_holds(witnesses):
+    write(4)
+    out = checkpoint_publish()
+    size = ChangeLog.objects.count()
+    assert out["checkpoint"] == size
+    assert out["witnesses"] == {"witness.example/w1": f"cosigned {size}",
+                                "witness.example/w2": f"cosigned {size}"}
+    write(3)
+    out = checkpoint_publish()
+    assert set(out["witnesses"].values()) == {f"cosigned {size + 3}"}
+    assert all(w.state()[0]["size"] == size + 3 for w in witnesses)
+    # each kept cosignature holds under its witness's key
+    cp = Checkpoint.objects.order_by("-id").first()
+    text = cp.note[:cp.note.rfind("\n\n") + 1]
+    for w in witnesses:
+        line = Cosignature.objects.get(checkpoint=cp, witness=w.name).line
+        (sig,) = tlog.parse_signature_lines(line)
+        tlog.cosignature_check(text, sig, tlog.parse_vkey(w.vkey))
+    found = witness_compare(full=True)
+    assert found.ok and not found.notes, (found.problems, found.notes)
+    # idle: no new checkpoint, the witnesses asked again (nothing to say)
+    assert checkpoint_publish()["checkpoint"] is None
+    assert Checkpoint.objects.count() == 2
+
+
+def test_a_witness_down_then_back(witnesses, settings):
+    w1, w2 = witnesses
+    write(3)
+    checkpoint_publish()
+    w2.stop()
+    write(5)
+    out = checkpoint_publish()
+    assert out["witnesses"]["witness.example/w1"].startswith("cosigned")
+    assert out["witnesses"]["witness.example/w2"].startswith("down")
+    found = witness_compare()
+    assert found.ok  # nothing lost, only the quorum short
+    assert "1 of 2 witnesses cosigned the latest checkpoint" in found.notes[0]
+    w2.start()
+    out = checkpoint_publish()  # beat's next run: no new rows, w2 caught up
+    assert out == {"checkpoint": None, "witnesses": {
+        "witness.example/w1": f"cosigned {ChangeLog.objects.count()}",
+        "witness.example/w2": f"cosigned {ChangeLog.objects.count()}"}}
+    assert not witness_compare().notes
+
+
+def test_a_cut_tail_is_named_with_the_witnesss_numbers(witnesses, api, manager):
+    write(6)
+    checkpoint_publish()
+    cosigned = ChangeLog.objects.count()
+    last = ChangeLog.objects.order_by("-id").first()
+    with superuser() as c:
+        c.execute("DELETE FROM casino_changelog WHERE id > %s", [last.pk - 2])
+    found = witness_compare()
+    assert not found.ok
+    assert (f"the database holds {cosigned - 2:,} rows; witness witness.example/w1 "
+            f"cosigned {cosigned:,} at") in found.problems[0]
+    with pytest.raises(CommandError, match=f"the database holds {cosigned - 2:,} rows"):
+        call_command("verify_trail", stdout=io.StringIO())
+    import json
+
+    from tests.ops.test_health import staff_details
+
+    health = json.loads(staff_details().content)["checks"]["witnesses"]
+    assert not health["ok"]
+    assert f"witness witness.example/w2 cosigned {cosigned:,} at" in health["message"]
+    # the next checkpoint run names it a fork and writes stop
+    checkpoint_publish()
+    assert stop_reason_event().kind == "fork"
+    api.force_authenticate(user=manager)
+    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
+                 format="json")
+    assert r.status_code == 503 and r.json()["code"] == "trail_stopped"
+
+
+def test_a_restored_dump_is_named_by_the_witness(witnesses, api, manager):
+    """The whole database as it was at an older checkpoint (its tree,
+    checkpoints and cosignatures too): only the witnesses know better."""
+    write(5)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(7)
+    checkpoint_publish()
+    lost = ChangeLog.objects.count()
+    restore_to(old)
+    assert witness_compare(full=True).ok  # the database alone cannot tell
+    # verify_trail asks the witnesses (as beat's trail.witnesses does)
+    with pytest.raises(CommandError, match=f"witness witness.example/w1 cosigned "
+                       f"{lost:,}"):
+        call_command("verify_trail", "--ask-witnesses", stdout=io.StringIO())
+    out = checkpoint_publish()  # and again: still behind
+    assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
+    stop = stop_reason_event()
+    assert stop.kind == "behind"
+    assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
+            f"{lost:,}") in stop.detail
+    api.force_authenticate(user=manager)
+    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
+                 format="json")
+    assert r.status_code == 503, r.content
+    assert f"witness witness.example/w1 cosigned {lost:,}" in r.json()["detail"]
+    with pytest.raises(CommandError, match="writes stopped"):
+        call_command("verify_trail", stdout=io.StringIO())
+
+
+def test_a_forked_chain_is_refused_by_the_witnesses(witnesses, settings):
+    """Restored to an older state, then rewritten: new rows with the app's
+    own keys (a stolen TRAIL_KEY and TRAIL_SIGNING_KEY could do no better)
+    past the size the witnesses cosigned."""
+    write(4)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(3)
+    checkpoint_publish()
+    restore_to(old)
+    write(9, tag="forged")  # a valid chain, signed and linked, but another one
+    out = checkpoint_publish()
+    assert out["witnesses"]["witness.example/w1"].startswith("fork from")
+    stop = stop_reason_event()
+    assert stop.kind == "fork" and "does not extend" in stop.detail
+    kept = WitnessEvent.objects.get(pk=stop.pk).request
+    assert kept.startswith(f"old {old + 3}\n")  # the refused request, as evidence
+    assert witnesses[0].evidence()[-1][0] == 422
+    # the restored database holds no cosignature past `old`: the witnesses'
+    # refusal is what names it
+    found = witness_compare(full=True)
+    assert "writes stopped" in found.problems[0]
+    assert f"holds a tree of {old + 3} rows" in found.problems[0]
+
+
+def test_rows_rewritten_under_a_cosigned_checkpoint_are_named(witnesses):
+    """The database still holds the cosignature; rows under it rewritten (a
+    link changed as a superuser): verify_trail's full comparison names it."""
+    write(5)
+    checkpoint_publish()
+    first = ChangeLog.objects.order_by("id").first()
+    with superuser() as c:
+        c.execute("UPDATE casino_changelog SET link = %s WHERE id = %s",
+                  ["ab" * 32, first.pk])
+    found = witness_compare(full=True)
+    assert any("are not the tree witness witness.example/w1 cosigned" in p
+               for p in found.problems), found.problems
+
+
+def test_a_declared_restore_starts_a_new_epoch_and_the_floor_plays_on(
+        witnesses, api, manager, settings):
+    write(5)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(6)
+    checkpoint_publish()
+    lost = ChangeLog.objects.count()
+    restore_to(old)
+    checkpoint_publish()
+    assert stop_reason_event().kind == "behind"
+    with pytest.raises(CommandError, match="reason"):
+        call_command("trail_epoch", "--reason", " ", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("trail_epoch", "--reason", "restored the 21:00 dump after a disk "
+                 "failure", stdout=out)
+    declared = ChangeLog.objects.get(action="casino.trail.epoch_declared")
+    assert declared.new["epoch"] == 2
+    assert declared.new["witness_held"] == lost
+    assert declared.new["rows_lost"] == lost - declared.new["database_rows"] > 0
+    assert declared.new["witnesses"]["witness.example/w1"]["size"] == old
+    assert stop_reason_event() is None
+    assert "Give each witness the new log's key" in out.getvalue()
+    # the floor plays on at once
+    api.force_authenticate(user=manager)
+    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
+                 format="json")
+    assert r.status_code == 201, r.content
+    # the regulator adds the new log to its witnesses; they cosign epoch 2,
+    # whose first leaf is the declaration
+    for w in witnesses:
+        w.stop()
+        w.logs.append(declared.new["log_key"])
+        w.start()
+    out = checkpoint_publish()
+    size = ChangeLog.objects.filter(id__gte=declared.pk).count()
+    assert set(out["witnesses"].values()) == {f"cosigned {size}"}, out
+    cp = Checkpoint.objects.order_by("-id").first()
+    assert cp.epoch == 2 and cp.note.startswith(settings.TRAIL_LOG_ORIGIN + "/epoch2\n")
+    assert TreeNode.objects.get(epoch=2, level=0, index=0).row == declared.pk
+    found = witness_compare(full=True)
+    assert found.ok, found.problems
+    assert any("epoch 2" in n for n in found.notes)
+    with pytest.raises(CommandError, match="nothing to declare"):
+        call_command("trail_epoch", "--reason", "again", stdout=io.StringIO())

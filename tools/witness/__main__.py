@@ -1,0 +1,3 @@
+from .witness import main
+
+raise SystemExit(main())
