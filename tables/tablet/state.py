@@ -276,6 +276,11 @@ def js_strings() -> dict[str, str]:
         "banker_seat": _("Banker"),
         "no_stakes": _("Tap a seat to place a stake"),
         "coverage": _("Bank {bank} · covered {covered} · garage {garage}"),
+        # a bank above the house's maximum: only the maximum is in play
+        "coverage_capped": _(
+            "Bank {bank} · in play {in_play} (the house maximum) · covered "
+            "{covered} · garage {garage}"
+        ),
         "need_stake": _("Place at least one stake."),
         "need_cards": _("Deal at least two cards to each side."),
         "below_minimum": _("{amount} is below the minimum stake {minimum}."),
@@ -347,16 +352,20 @@ def js_strings() -> dict[str, str]:
             "{who}: {amount} is below the table minimum of {minimum}. Raise the "
             "stake or remove it."
         ),
+        # the bank in play: at a bank above the house's maximum, the maximum
+        # (docs/rules.md, "Stakes and announcements"); {cap} says so
         "refused_whole_bank": _(
-            "{who}: {announcement} takes the whole bank, {bank}. Set the stake "
-            "to {bank} or cancel the announcement."
+            "{who}: {announcement} takes the whole bank in play, {bank}{cap}. "
+            "Set the stake to {bank} or cancel the announcement."
         ),
         "refused_banco_avec": _(
-            "{who}: banco avec takes exactly half the bank, {half}."
+            "{who}: banco avec takes exactly half the bank in play, {half}{cap}."
         ),
         "refused_banco_deux_total": _(
-            "Banco deux: the two stakes must make up the whole bank, {bank}."
+            "Banco deux: the two stakes must make up the whole bank in play, "
+            "{bank}{cap}."
         ),
+        "house_maximum_note": _(" (the house maximum)"),
         "refused_banco_deux_alone": _(
             "{who}: banco deux needs a second punter. Announce it for a second "
             "player too, or cancel it."
