@@ -147,6 +147,15 @@ function make(ctx) {
     return ctx.seatName(m ? { seat: Number(m[1]) } : { seat: null, standing: text });
   }
 
+  /** A field the server names, in words: "stakes[0].player_card" -> "Seat 3,
+   *  player's card number"; a code the page has no word for, its letters. */
+  function fieldWords(field, body) {
+    const m = /^stakes\[\d+\]\.(\w+)$/.exec(field);
+    const name = (code) => T["field_" + code] || String(code).replace(/_/g, " ");
+    if (m) return who(field, body) + ", " + name(m[1]);
+    return name(field.replace(/\[\d+\]$/, ""));
+  }
+
   /** The refusal in words: {key, text} (key: the strings table's). */
   function words(status, data, body) {
     data = data && typeof data === "object" ? data : {};
@@ -165,9 +174,11 @@ function make(ctx) {
     const byCode = CODES[data.code];
     if (byCode && !/CSRF/i.test(detail)) return { key: byCode, text: T[byCode] };
     if (status === 403 && /CSRF/i.test(detail)) return { key: "signed_out", text: T.signed_out };
+    // Not in the table: the server's message, its field named in words.
+    const said = field ? fieldWords(field, body) + ": " + message : detail;
     return {
       key: "refused_generic",
-      text: fmt(T.refused_generic, { detail: detail || String(status) }),
+      text: fmt(T.refused_generic, { detail: said || String(status) }),
     };
   }
 

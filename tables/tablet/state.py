@@ -346,7 +346,36 @@ def js_strings() -> dict[str, str]:
             "The server did not take this coup ({detail}). Check the coup, or "
             "call the pit boss."
         ),
-        "server_said": _("Server: {detail}"),
+        # after a refusal: the coup never happened, the screen is the server's
+        "refused_what_now": _(
+            "This coup was not recorded: the screen shows the table as the "
+            "server holds it. Back to the pad to correct it, or discard it."
+        ),
+        "refused_what_now_many": _(
+            "These {n} coups were not recorded: the screen shows the table as "
+            "the server holds it. Discard them and key them again."
+        ),
+        "conflict_first": _(
+            "The last coup was not recorded: answer the message first (back to "
+            "the pad, or discard)."
+        ),
+        # a field the server names, in words (refusals.js, a refusal the page
+        # has no sentence for)
+        "field_amount": _("amount"),
+        "field_seat": _("seat"),
+        "field_standing": _("standing player"),
+        "field_announcement": _("announcement"),
+        "field_player_card": _("player's card number"),
+        "field_stakes": _("stakes"),
+        "field_punter": _("punter's cards"),
+        "field_banker": _("banker's cards"),
+        "field_expected_seq": _("coup number"),
+        "field_shoe": _("shoe"),
+        "field_turn": _("bank"),
+        "field_bank": _("bank"),
+        "field_declared_bank": _("declared bank"),
+        "field_entered_by": _("croupier"),
+        "field_entered_at": _("time on the tablet"),
         "stake_n": _("Stake {n}"),
         "refused_below_minimum": _(
             "{who}: {amount} is below the table minimum of {minimum}. Raise the "

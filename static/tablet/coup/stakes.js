@@ -5,7 +5,7 @@
  */
 import * as C from "../chemmy.js";
 import { $, el, hideAlert, showAlert } from "./dom.js";
-import { draft, render, S, stopped, T, view } from "./state.js";
+import { conflicted, draft, render, S, stopped, T, view } from "./state.js";
 import { fmt, money, stakeName } from "./words.js";
 
 /** The house's maximum bank in cents, or null (no maximum). */
@@ -118,7 +118,7 @@ export function stakeProblem() {
 // ---- the croupier's taps ----------------------------------------------------------
 
 export function tapSeat(n) {
-  if (n === view.bankerSeat || stopped()) return;
+  if (n === view.bankerSeat || stopped() || conflicted()) return;
   let i = draft.stakes.findIndex((s) => s.seat === n);
   if (i < 0) {
     draft.stakes.push({ seat: n, standing: null, amount: draft.currentAmount, announcement: "none" });
@@ -130,6 +130,7 @@ export function tapSeat(n) {
 }
 
 export function addStanding() {
+  if (conflicted()) return;
   draft.standingCount += 1;
   draft.stakes.push({
     seat: null,
@@ -142,7 +143,7 @@ export function addStanding() {
 }
 
 export function setAmount(cents) {
-  if (cents === null || cents <= 0) return;
+  if (cents === null || cents <= 0 || conflicted()) return;
   draft.currentAmount = cents;
   if (draft.selected !== null) {
     const s = draft.stakes[draft.selected];
@@ -155,6 +156,7 @@ export function setAmount(cents) {
 }
 
 export function announce(kind) {
+  if (conflicted()) return;
   if (draft.selected === null) return showAlert(T.select_seat_first);
   const s = draft.stakes[draft.selected];
   if (s.announcement === kind) {
@@ -199,6 +201,7 @@ function renderCardNo() {
 }
 
 export function removeStake() {
+  if (conflicted()) return;
   if (draft.selected === null) return;
   draft.stakes.splice(draft.selected, 1);
   draft.selected = null;
