@@ -374,7 +374,7 @@ def js_strings() -> dict[str, str]:
         "field_turn": _("bank"),
         "field_bank": _("bank"),
         "field_declared_bank": _("declared bank"),
-        "field_entered_by": _("croupier"),
+        "field_entered_by": _("who keyed the coup"),
         "field_entered_at": _("time on the tablet"),
         "stake_n": _("Stake {n}"),
         "refused_below_minimum": _(

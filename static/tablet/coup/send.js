@@ -94,13 +94,16 @@ export async function flush() {
   }
 }
 
-export async function refreshState() {
+/** The server's state of the shoe, adopted. A closed shoe sends the page
+ *  to the session, unless ``stay``: a refusal is read first (leaveIfClosed
+ *  after the croupier's answer). */
+export async function refreshState(stay) {
   try {
     const r = await fetch(URLS.state, { credentials: "same-origin", headers: { Accept: "application/json" } });
     if (!r.ok) return false;
     const fresh = await r.json();
     adopt(fresh);
-    if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
+    if (!stay) leaveIfClosed();
     return true;
   } catch (e) {
     return false;
@@ -129,6 +132,10 @@ export async function pauseFor(conflict) {
   paused = conflict;
   setConflict(conflict);
   await showConflict();
+}
+
+function leaveIfClosed() {
+  if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
 }
 
 /** The result panel as the server holds the shoe: its last coup, or
@@ -165,7 +172,7 @@ async function showConflict() {
   } else {
     // The coup never happened: the screen goes back to what the server
     // holds (the bank, the banker, the shoe), then says why and what now.
-    await refreshState();
+    await refreshState(true);
     serverResult();
     const d = p.data || {};
     const said = REFUSAL.words(p.status, d, p.entry.body);
@@ -204,6 +211,7 @@ export function discard() {
   closeConflict();
   serverResult(); // the discarded coup's provisional result goes with it
   render();
+  leaveIfClosed();
 }
 
 export function backToPad() {
