@@ -109,7 +109,8 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
     case("no suivi", body(stake("1000.00", announcement="suivi")), "no_suivi",
          "Nobody may call suivi now.")
     case("banco avec not half", body(stake("300.00", announcement="banco_avec")),
-         "refused_banco_avec", "Seat 3: banco avec takes exactly half the bank in play, 500.")
+         "refused_banco_avec",
+         "Seat 3: banco avec takes exactly half the bank in play, 500.")
     case("banco deux alone", body(stake("500.00", announcement="banco_deux")),
          "refused_banco_deux_alone")
     case("banco deux of three", body(
