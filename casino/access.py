@@ -52,6 +52,8 @@ ROUTES: dict[str, dict[str, str]] = {
     "api-docs": {"GET": PUBLIC},
     # the casino's public signing keys: whoever checks its evidence
     "trail-keys": {"GET": PUBLIC},
+    # the icon every browser asks for on a first load
+    "favicon": {"GET": PUBLIC},
     # the floor's REST API (tables/api)
     "api-token": {"POST": PUBLIC},
     "api-tables": {"GET": R, "POST": "table.manage"},

@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from casino.api import IdConverter
 from casino.health import health, health_details
 from casino.tokens import TokenRevokeView
-from casino.views import trail_keys
+from casino.views import favicon, trail_keys
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
 # 500). Registered here, before the includes below are imported.
@@ -45,6 +45,8 @@ urlpatterns = [
     path("tableaux/", include("audit.tableaux_urls")),
     # the casino's public signing keys (casino/signing.py): for anyone
     path("trail/keys.json", trail_keys, name="trail-keys"),
+    # what every browser asks for first (casino/views.py)
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("tables.urls")),
 ]
 

@@ -203,6 +203,11 @@ def test_closed_sessions_wait_for_count_then_attestation(browser_as, pitboss,
     assert "count the box" in c.get("/floor/").content.decode()
     c.post(f"/floor/sessions/{session.pk}/count/", {"counted": "30.00"})
     assert "attest the count" in c.get("/floor/").content.decode()
+    # no variance, written as the page writes money: "0,00" in French (issue 35)
+    fr = c.get(f"/floor/sessions/{session.pk}/", HTTP_ACCEPT_LANGUAGE="fr")
+    page = fr.content.decode()
+    assert '<span class="badge ok">0,00</span>' in page and "30,00" in page
+    assert "0.00" not in page.split("Écart", 1)[1].split("</table>", 1)[0]
 
 
 def test_ids_in_query_strings_and_forms_never_answer_500(browser_as, pitboss,
