@@ -27,7 +27,7 @@ from ..reports.views import current_gaming_day
 from ..surveillance import runs
 from ..surveillance.power import MAX_COUPS
 from ..surveillance.selectors import latest_runs, run_alerts
-from ..surveillance.words import test_label
+from ..surveillance.words import alert_sentence, test_label
 
 
 def _names(run: SurveillanceRun | None) -> tuple[dict, dict]:
@@ -161,6 +161,11 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
     for a in alerts:
         a.label = test_label(a.code)
         a.subject_label = subject_label(a.subject, users, tables, sessions)
+        # one sentence a manager reads; the statistics one click away
+        who = (_("Croupier %(name)s") % {"name": a.subject_label}
+               if (a.subject or "").startswith("croupier:") else a.subject_label)
+        a.sentence = alert_sentence(a.code, who[:1].upper() + who[1:],
+                                    a.alert_evidence, a.p_value)
     return render(request, "audit/surveillance.html", {
         "run": run, "summary": s,
         "chart": _chart_data(run, users, tables) if run and run.summary else None,

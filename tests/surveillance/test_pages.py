@@ -118,6 +118,20 @@ def test_no_power_is_stated_when_the_rest_never_false_draws(done_run, manager):
     assert "too few false draws" in html and 'id="power-table"' not in html
 
 
+def test_each_alert_reads_as_one_sentence(done_run, manager, floor_night):
+    """Issue 35: the manager reads what was found; p and q one click away."""
+    html = client_for(manager).get("/floor/surveillance/").content.decode()
+    alerts = html[html.index('id="alerts"'):]
+    alerts = alerts[:alerts.index("</table>")]
+    culprit = floor_night["culprit"].get_username()
+    assert re.search(
+        rf"Croupier {culprit} false-(draws [\d.]+ times as often as the rest of "
+        rf"the floor over|drew \d+ times in) [\d,]+ coups", alerts), alerts[:2000]
+    assert "this happens by chance less than once in" in alerts
+    assert '<details class="alert-figures"><summary>The statistics</summary>' in alerts
+    assert "<th class=\"num\">p</th>" not in alerts
+
+
 def test_the_queue_offers_no_table_it_cannot_filter_by(done_run, pitboss):
     """An alert about a person (a croupier's rate, a banker) has no table:
     the queue's Table filter has no "None" entry for it."""

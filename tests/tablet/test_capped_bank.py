@@ -225,6 +225,10 @@ def test_a_refused_coup_puts_the_screen_back_on_the_server(
         "garage 2,110.50")
     expect(page.locator("#bar-seq")).to_have_text("Coup 1")
     shot(page, "refused-en-landscape")
+    page.set_viewport_size(PORTRAIT)
+    expect(page.locator("#conflict-text")).to_be_visible()
+    shot(page, "refused-en-portrait")
+    page.set_viewport_size(LANDSCAPE)
 
     # Input that would go nowhere is refused, and says why.
     rank, _suit = card(page, "9H")
