@@ -126,7 +126,9 @@ def chance_words(p: float | None) -> str:
         return str(_("this is a fact, not chance"))
     if p >= 0.5:
         return str(_("this happens by chance about every other time"))
-    once = 10 ** int(math.floor(-math.log10(p)))  # 1/p rounded down to 10^k
+    # 1/p rounded down to a power of ten, at most a billion (still true, and
+    # a figure beyond that tells a manager nothing more)
+    once = 10 ** min(int(math.floor(-math.log10(p))), 9)
     return str(_("this happens by chance less than once in {n}")).format(
         n=_number(once))
 

@@ -13,6 +13,8 @@ def test_the_chance_in_words():
         assert chance_words(3e-8) == (
             "this happens by chance less than once in 10,000,000")
         assert chance_words(0.004) == "this happens by chance less than once in 100"
+        assert chance_words(2.4e-18) == (
+            "this happens by chance less than once in 1,000,000,000")
         assert chance_words(0.0) == "this is a fact, not chance"
         assert chance_words(0.7) == "this happens by chance about every other time"
         assert chance_words(None) == ""
