@@ -56,6 +56,8 @@ ROUTES: dict[str, dict[str, str]] = {
     # for whoever watches the log; one coup's proof, for the auditors
     "trail-checkpoint": {"GET": PUBLIC},
     "api-coup-proof": {"GET": "trail.read"},
+    # the icon every browser asks for on a first load
+    "favicon": {"GET": PUBLIC},
     # the floor's REST API (tables/api)
     "api-token": {"POST": PUBLIC},
     "api-tables": {"GET": R, "POST": "table.manage"},

@@ -7,7 +7,7 @@ from casino.api import IdConverter
 from casino.health import health, health_details
 from casino.tokens import TokenRevokeView
 from casino.trail_api import CoupProofView, trail_checkpoint
-from casino.views import trail_keys
+from casino.views import favicon, trail_keys
 
 # `<id:pk>`: an object id the database can hold (a longer one is a 404, not a
 # 500). Registered here, before the includes below are imported.
@@ -49,6 +49,8 @@ urlpatterns = [
     path("trail/checkpoint", trail_checkpoint, name="trail-checkpoint"),
     path("api/v1/coups/<id:pk>/proof/", CoupProofView.as_view(),
          name="api-coup-proof"),
+    # what every browser asks for first (casino/views.py)
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("tables.urls")),
 ]
 

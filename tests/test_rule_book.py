@@ -204,8 +204,13 @@ def settle_example(ex: dict[str, str]):
     house = dict(kv.split("=") for kv in ex["house"].split())
     assert set(house) <= HOUSE_KEYS, f"{ex['name']}: unknown house rule"
     chemmy.TieRule(house.get("tie", "stay"))  # a tie moves no money either way
+    # "5=2000.00/banco_solo": seat, amount and (optional) announcement
     stakes = [
-        StakeIn(amount=Decimal(a), seat=int(s))
+        StakeIn(
+            amount=Decimal(a.partition("/")[0]),
+            seat=int(s),
+            announcement=chemmy.Announcement(a.partition("/")[2] or "none"),
+        )
         for s, a in (kv.split("=") for kv in ex["stakes"].split())
     ]
     coverage = cover_stakes(

@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -24,8 +25,9 @@ from tables.models import Table
 from ..models import SurveillanceRun
 from ..reports.views import current_gaming_day
 from ..surveillance import runs
+from ..surveillance.power import MAX_COUPS
 from ..surveillance.selectors import latest_runs, run_alerts
-from ..surveillance.words import test_label
+from ..surveillance.words import alert_sentence, test_label
 
 
 def _names(run: SurveillanceRun | None) -> tuple[dict, dict]:
@@ -126,12 +128,15 @@ def _mix(s: dict) -> dict | None:
 
 
 def _power(s: dict) -> dict | None:
-    """The croupier test's power on this floor, the 3x row first."""
+    """The croupier test's power on this floor: the 3x row said in a
+    sentence, the table in the order of the factors (2x, 3x, 5x)."""
     p = s.get("power")
     if not p:
         return None
-    rows = sorted(p.get("rows", []), key=lambda r: r["factor"] != 3.0)
-    return {**p, "rows": rows, "lead": rows[0] if rows else None,
+    rows = sorted(p.get("rows", []), key=lambda r: r["factor"])
+    lead = next((r for r in rows if r["factor"] == 3.0), rows[0] if rows else None)
+    return {**p, "rows": rows, "table_rows": rows, "lead": lead,
+            "max_coups": number_format(MAX_COUPS, force_grouping=True),
             "target_pct": round(100 * p.get("target", 0.9))}
 
 
@@ -156,6 +161,11 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
     for a in alerts:
         a.label = test_label(a.code)
         a.subject_label = subject_label(a.subject, users, tables, sessions)
+        # one sentence a manager reads; the statistics one click away
+        who = (_("Croupier %(name)s") % {"name": a.subject_label}
+               if (a.subject or "").startswith("croupier:") else a.subject_label)
+        a.sentence = alert_sentence(a.code, who[:1].upper() + who[1:],
+                                    a.alert_evidence, a.p_value)
     return render(request, "audit/surveillance.html", {
         "run": run, "summary": s,
         "chart": _chart_data(run, users, tables) if run and run.summary else None,

@@ -25,6 +25,8 @@ from pathlib import Path
 from .sheets import DECIMAL, FLAG, INT, MONEY, Document
 
 CHART_TITLE = "Commission per gaming day"
+# The least share of its height a chart is drawn at to stay on a page.
+CHART_SHRINK = 0.55
 CHART_DPI = 200  # sharp when printed (a 9-inch chart: 1,800 pixels wide)
 
 
@@ -217,12 +219,23 @@ class _Pdf:
         pdf.ln(2)
 
     def chart(self, report) -> None:
+        """The chart under its heading, never apart from it. Where the page
+        has room for most of it the chart is drawn smaller rather than moved
+        on: a first page that ended on the heading after the stamp was two
+        thirds blank (issue 35)."""
         pdf = self.pdf
         png = commission_chart_png(report)
-        height = self.width * 3.2 / 9
+        width = self.width
+        height = width * 3.2 / 9
+        title = 3 + 11 * PT * 1.3 + 1  # heading(): before, its line, after
+        room = self.bottom - pdf.get_y() - title
+        if room < height * CHART_SHRINK:
+            pdf.add_page()
+        elif room < height:
+            height = room
+            width = height * 9 / 3.2
         self.heading(CHART_TITLE, 11, before=3)
-        self.room(height)
-        pdf.image(io.BytesIO(png), x=MARGIN_X, y=pdf.get_y(), w=self.width,
+        pdf.image(io.BytesIO(png), x=MARGIN_X, y=pdf.get_y(), w=width,
                   h=height)
         pdf.set_y(pdf.get_y() + height + 1)
         pdf.set_font(FONT, "", BODY_PT)

@@ -58,15 +58,23 @@ def build(rows: CoupRows, shoes: list[ShoeClose], report: Report,
 
 
 def croupier_power(rows: CoupRows, report: Report) -> dict | None:
-    """How soon a croupier at 2x, 3x, 5x this floor's false-draw rate is
-    found (power.py), from this run's own figures: the floor's rate and
-    coups, the tests and the false discovery rate."""
-    big_n = sum(p["coups"] for p in report.croupiers)
-    big_k = sum(p.get(FUNNEL_TEST, 0) for p in report.croupiers)
+    """How soon a croupier at 2x, 3x, 5x the rest of the floor's false-draw
+    rate is found (power.py), from this run's own figures: the rest of the
+    floor's rate and coups, the tests and the false discovery rate.
+
+    The rest of the floor: the croupiers this run does not alert on false
+    draws, as the detector compares each croupier with the others. A rate
+    taken with the croupier it is about is raised by him (issue 35: 0.0039
+    where the honest rate was 0.0032, so "3x" meant 2.3x the honest rate)."""
+    off = {a.subject for a in report.alerts if a.test == FUNNEL_TEST}
+    rest = [p for p in report.croupiers if p["subject"] not in off]
+    big_n = sum(p["coups"] for p in rest)
+    big_k = sum(p.get(FUNNEL_TEST, 0) for p in rest)
     if not big_n:
         return None
-    return power.table(power.Floor(big_k / big_n, big_n, max(report.tests, 1),
-                                   report.fdr))
+    out = power.table(power.Floor(big_k / big_n, big_n, max(report.tests, 1),
+                                  report.fdr))
+    return {**out, "left_out": len(off)}
 
 
 def funnel(rows: CoupRows, report: Report) -> dict:

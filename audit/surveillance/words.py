@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from django.utils.translation import gettext_lazy as _
 
 TESTS = {
@@ -81,3 +83,83 @@ FIGURES = {
     "shoe": _("shoe"),
     "day": _("gaming day"),
 }
+
+
+# ---- an alert in one sentence a manager reads (issue 35) ---------------------
+
+# What a croupier does more often than the rest of the floor, by test.
+_CROUPIER_DOES = {
+    "false_draw_rate": (
+        _("{who} false-draws {ratio} times as often as the rest of the floor "
+          "over {coups} coups"),
+        _("{who} false-drew {count} times in {coups} coups, where the rest of "
+          "the floor never did"),
+    ),
+    "correction_rate": (
+        _("{who}'s coups are corrected {ratio} times as often as the rest of "
+          "the floor's, over {coups} coups"),
+        _("{who}'s coups were corrected {count} times in {coups} coups, where "
+          "the rest of the floor's never were"),
+    ),
+    "bank_mismatch_rate": (
+        _("{who} declares a bank that is not the bank carried forward {ratio} "
+          "times as often as the rest of the floor, over {coups} coups"),
+        _("{who} declared a bank that was not the bank carried forward {count} "
+          "times in {coups} coups, where the rest of the floor never did"),
+    ),
+}
+
+
+def _number(value, places: int = 0) -> str:
+    from django.utils.formats import number_format
+
+    # number_format cuts the places it drops; a figure is rounded
+    return number_format(round(float(value), places), places, force_grouping=True)
+
+
+def chance_words(p: float | None) -> str:
+    """"this happens by chance less than once in 10,000,000": the p-value
+    as the odds of seeing as much on an honest floor."""
+    if p is None:
+        return ""
+    if p <= 0:
+        return str(_("this is a fact, not chance"))
+    if p >= 0.5:
+        return str(_("this happens by chance about every other time"))
+    # 1/p rounded down to a power of ten, at most a billion (still true, and
+    # a figure beyond that tells a manager nothing more)
+    once = 10 ** min(int(math.floor(-math.log10(p))), 9)
+    return str(_("this happens by chance less than once in {n}")).format(
+        n=_number(once))
+
+
+def alert_sentence(code: str, who: str, evidence: dict | None,
+                   p: float | None) -> str:
+    """One sentence for a manager, from the alert's own evidence: "Croupier
+    X false-draws 3 times as often as the rest of the floor over 4,550
+    coups; this happens by chance less than once in 10,000,000." The
+    statistics behind it stay on the page, one click away."""
+    ev = evidence or {}
+    chance = chance_words(p)
+    said = None
+    if code in _CROUPIER_DOES and ev.get("coups"):
+        ratio, never = _CROUPIER_DOES[code]
+        if ev.get("ratio_to_rest"):
+            said = str(ratio).format(who=who, ratio=_number(ev["ratio_to_rest"], 1),
+                                     coups=_number(ev["coups"]))
+        else:
+            said = str(never).format(who=who, count=_number(ev.get("count", 0)),
+                                     coups=_number(ev["coups"]))
+    elif code == "banker_wins" and ev.get("expected_wins") is not None:
+        said = str(_("{who} won {wins} coups as banker where the odds give "
+                     "{expected}")).format(
+            who=who, wins=_number(ev.get("wins", 0)),
+            expected=_number(ev["expected_wins"], 1))
+    elif code == "banker_money" and ev.get("expected_money") is not None:
+        said = str(_("{who} won {money} as banker where the odds give "
+                     "{expected}")).format(
+            who=who, money=_number(ev.get("money", 0), 2),
+            expected=_number(ev["expected_money"], 2))
+    if said is None:
+        said = f"{test_label(code)}: {who}"
+    return f"{said}; {chance}." if chance else f"{said}."

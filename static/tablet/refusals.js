@@ -24,12 +24,15 @@ const RULES = [
     "refused_tie_stays", (m, x) => ({ who: x.player(m[1]), amount: x.amount(m[2]) })],
   [/^stakes\[\d+\]\.amount$/, /^(\S+) is below the minimum stake (\S+)/, "refused_below_minimum",
     (m, x) => ({ who: x.who, amount: x.amount(m[1]), minimum: x.amount(m[2]) })],
-  [/^stakes\[\d+\]\.amount$/, /^(\w+) takes the whole bank \((\S+)\)/, "refused_whole_bank",
-    (m, x) => ({ who: x.who, announcement: x.announcement(m[1]), bank: x.amount(m[2]) })],
-  [/^stakes\[\d+\]\.amount$/, /^banco avec takes half the bank \((\S+)\)/, "refused_banco_avec",
-    (m, x) => ({ who: x.who, half: x.amount(m[1]) })],
-  [/^stakes\[\d+\]\.amount$/, /^banco deux .* not the bank (\S+)$/, "refused_banco_deux_total",
-    (m, x) => ({ bank: x.amount(m[1]) })],
+  // "banco solo takes the whole bank in play (2000.00, the house maximum), not
+  // 2110.50" (tables/chemmy/stakes.py): the maximum said when it is the cap
+  [/^stakes\[\d+\]\.amount$/, /^(suivi|banco solo) takes the whole bank in play \(([\d.]+)(, the house maximum)?\)/,
+    "refused_whole_bank", (m, x) => ({
+      who: x.who, announcement: x.announcement(m[1]), bank: x.amount(m[2]), cap: x.cap(m[3]) })],
+  [/^stakes\[\d+\]\.amount$/, /^banco avec takes half the bank in play \(([\d.]+)(, the house maximum)?\)/,
+    "refused_banco_avec", (m, x) => ({ who: x.who, half: x.amount(m[1]), cap: x.cap(m[2]) })],
+  [/^stakes\[\d+\]\.amount$/, /^banco deux .* not the bank in play \(([\d.]+)(, the house maximum)?\)$/,
+    "refused_banco_deux_total", (m, x) => ({ bank: x.amount(m[1]), cap: x.cap(m[2]) })],
   [/^stakes\[\d+\]\.amount$/, null, "refused_amount", (m, x) => ({ who: x.who })],
   [/^stakes\[\d+\]\.seat$/, /holds the bank/, "refused_seat_banker", (m, x) => ({ who: x.who })],
   [/^stakes\[\d+\]\.(seat|standing)$/, /already has a stake/, "refused_duplicate",
@@ -119,7 +122,14 @@ function make(ctx) {
   }
 
   function announcement(kind) {
-    return T["announce_" + kind] || kind;
+    const code = String(kind).replace(/ /g, "_");
+    return T["announce_" + code] || String(kind).replace(/_/g, " ");
+  }
+
+  /** ", the house maximum" in the page's words when the server says the
+   *  bank in play is the house's cap, else nothing. */
+  function cap(said) {
+    return said ? T.house_maximum_note : "";
   }
 
   function who(field, body) {
@@ -137,6 +147,15 @@ function make(ctx) {
     return ctx.seatName(m ? { seat: Number(m[1]) } : { seat: null, standing: text });
   }
 
+  /** A field the server names, in words: "stakes[0].player_card" -> "Seat 3,
+   *  player's card number"; a code the page has no word for, its letters. */
+  function fieldWords(field, body) {
+    const m = /^stakes\[\d+\]\.(\w+)$/.exec(field);
+    const name = (code) => T["field_" + code] || String(code).replace(/_/g, " ");
+    if (m) return who(field, body) + ", " + name(m[1]);
+    return name(field.replace(/\[\d+\]$/, ""));
+  }
+
   /** The refusal in words: {key, text} (key: the strings table's). */
   function words(status, data, body) {
     data = data && typeof data === "object" ? data : {};
@@ -148,16 +167,18 @@ function make(ctx) {
         const m = messageRe ? messageRe.exec(message) : [message];
         if (!m) continue;
         const x = { who: who(field, body), amount: amount, announcement: announcement,
-          player: player, stops: stops };
+          player: player, stops: stops, cap: cap };
         return { key: key, text: fmt(T[key], values(m, x)) };
       }
     }
     const byCode = CODES[data.code];
     if (byCode && !/CSRF/i.test(detail)) return { key: byCode, text: T[byCode] };
     if (status === 403 && /CSRF/i.test(detail)) return { key: "signed_out", text: T.signed_out };
+    // Not in the table: the server's message, its field named in words.
+    const said = field ? fieldWords(field, body) + ": " + message : detail;
     return {
       key: "refused_generic",
-      text: fmt(T.refused_generic, { detail: detail || String(status) }),
+      text: fmt(T.refused_generic, { detail: said || String(status) }),
     };
   }
 

@@ -165,12 +165,16 @@ def cover_stakes(
     if isinstance(stakes, (str, bytes)) or not isinstance(stakes, Sequence):
         raise CoupError("stakes", "must be a list of stakes")
 
+    # The announcements are worth the bank in play: at a bank above the
+    # house's maximum, a banco solo or a suivi is the maximum, a banco avec
+    # half of it (docs/rules.md, "Stakes and announcements").
+    worth = _BankInPlay(in_play, capped=in_play < bank)
     valid = [
-        _validate(i, s, in_play, banker_seat, seats, minimum_banco / 10, suivi_seat)
+        _validate(i, s, worth, banker_seat, seats, minimum_banco / 10, suivi_seat)
         for i, s in enumerate(stakes)
     ]
     _check_unique(valid)
-    _check_banco_deux(valid, in_play)
+    _check_banco_deux(valid, worth)
 
     remaining = in_play
     whole = cover == "all_or_nothing"
@@ -203,10 +207,30 @@ def cover_stakes(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _BankInPlay:
+    """What the announcements are worth, said as the refusals say it."""
+
+    amount: Decimal
+    capped: bool  # the house's maximum bank, below the bank the banker holds
+
+    def __str__(self) -> str:
+        return f"{self.amount}, the house maximum" if self.capped else str(self.amount)
+
+
+# The announcements in words: a refusal reaches a croupier (refusals.js).
+_WORDS: Final = {
+    Announcement.SUIVI: "suivi",
+    Announcement.BANCO_SOLO: "banco solo",
+    Announcement.BANCO_DEUX: "banco deux",
+    Announcement.BANCO_AVEC: "banco avec",
+}
+
+
 def _validate(
     i: int,
     stake: object,
-    bank: Decimal,
+    bank: _BankInPlay,
     banker_seat: int,
     seats: int,
     minimum_stake: Decimal,
@@ -250,7 +274,7 @@ def _check_announcement(
     announcement: Announcement,
     amount: Decimal,
     seat: int | None,
-    bank: Decimal,
+    bank: _BankInPlay,
     suivi_seat: int | None,
 ) -> None:
     if announcement is Announcement.SUIVI:
@@ -264,15 +288,17 @@ def _check_announcement(
                 f"{where}.announcement", f"only seat {suivi_seat} may call suivi"
             )
     whole = announcement in (Announcement.SUIVI, Announcement.BANCO_SOLO)
-    if whole and amount != bank:
+    if whole and amount != bank.amount:
         raise CoupError(
             f"{where}.amount",
-            f"{announcement} takes the whole bank ({bank}), not {amount}",
+            f"{_WORDS[announcement]} takes the whole bank in play ({bank}), "
+            f"not {amount}",
         )
-    if announcement is Announcement.BANCO_AVEC and amount * 2 != bank:
+    if announcement is Announcement.BANCO_AVEC and amount * 2 != bank.amount:
+        half = _BankInPlay(bank.amount / 2, capped=bank.capped)
         raise CoupError(
             f"{where}.amount",
-            f"banco avec takes half the bank ({bank / 2}), not {amount}",
+            f"banco avec takes half the bank in play ({half}), not {amount}",
         )
 
 
@@ -293,7 +319,7 @@ def _check_unique(valid: list[_Valid]) -> None:
         seen[key] = v.index
 
 
-def _check_banco_deux(valid: list[_Valid], bank: Decimal) -> None:
+def _check_banco_deux(valid: list[_Valid], bank: _BankInPlay) -> None:
     pair = [v for v in valid if v.announcement is Announcement.BANCO_DEUX]
     if not pair:
         return
@@ -308,11 +334,11 @@ def _check_banco_deux(valid: list[_Valid], bank: Decimal) -> None:
             "banco deux is two punters; a third cannot join",
         )
     first, second = pair
-    if first.amount + second.amount != bank:
+    if first.amount + second.amount != bank.amount:
         raise CoupError(
             f"stakes[{second.index}].amount",
             f"banco deux stakes[{first.index}] and stakes[{second.index}] total "
-            f"{first.amount + second.amount}, not the bank {bank}",
+            f"{first.amount + second.amount}, not the bank in play ({bank})",
         )
 
 

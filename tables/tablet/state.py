@@ -276,6 +276,11 @@ def js_strings() -> dict[str, str]:
         "banker_seat": _("Banker"),
         "no_stakes": _("Tap a seat to place a stake"),
         "coverage": _("Bank {bank} · covered {covered} · garage {garage}"),
+        # a bank above the house's maximum: only the maximum is in play
+        "coverage_capped": _(
+            "Bank {bank} · in play {in_play} (the house maximum) · covered "
+            "{covered} · garage {garage}"
+        ),
         "need_stake": _("Place at least one stake."),
         "need_cards": _("Deal at least two cards to each side."),
         "below_minimum": _("{amount} is below the minimum stake {minimum}."),
@@ -341,22 +346,55 @@ def js_strings() -> dict[str, str]:
             "The server did not take this coup ({detail}). Check the coup, or "
             "call the pit boss."
         ),
-        "server_said": _("Server: {detail}"),
+        # after a refusal: the coup never happened, the screen is the server's
+        "refused_what_now": _(
+            "This coup was not recorded: the screen shows the table as the "
+            "server holds it. Back to the pad to correct it, or discard it."
+        ),
+        "refused_what_now_many": _(
+            "These {n} coups were not recorded: the screen shows the table as "
+            "the server holds it. Discard them and key them again."
+        ),
+        "conflict_first": _(
+            "The last coup was not recorded: answer the message first (back to "
+            "the pad, or discard)."
+        ),
+        # a field the server names, in words (refusals.js, a refusal the page
+        # has no sentence for)
+        "field_amount": _("amount"),
+        "field_seat": _("seat"),
+        "field_standing": _("standing player"),
+        "field_announcement": _("announcement"),
+        "field_player_card": _("player's card number"),
+        "field_stakes": _("stakes"),
+        "field_punter": _("punter's cards"),
+        "field_banker": _("banker's cards"),
+        "field_expected_seq": _("coup number"),
+        "field_shoe": _("shoe"),
+        "field_turn": _("bank"),
+        "field_bank": _("bank"),
+        "field_declared_bank": _("declared bank"),
+        "field_entered_by": _("who keyed the coup"),
+        "field_entered_at": _("time on the tablet"),
         "stake_n": _("Stake {n}"),
         "refused_below_minimum": _(
             "{who}: {amount} is below the table minimum of {minimum}. Raise the "
             "stake or remove it."
         ),
+        # the bank in play: at a bank above the house's maximum, the maximum
+        # (docs/rules.md, "Stakes and announcements"); {cap} says so
         "refused_whole_bank": _(
-            "{who}: {announcement} takes the whole bank, {bank}. Set the stake "
-            "to {bank} or cancel the announcement."
+            "{who}: {announcement} takes the whole bank in play, {bank}{cap}. "
+            "Set the stake to {bank} or cancel the announcement."
         ),
         "refused_banco_avec": _(
-            "{who}: banco avec takes exactly half the bank, {half}."
+            "{who}: banco avec takes exactly half the bank in play, {half}{cap}."
         ),
         "refused_banco_deux_total": _(
-            "Banco deux: the two stakes must make up the whole bank, {bank}."
+            "Banco deux: the two stakes must make up the whole bank in play, "
+            "{bank}{cap}."
         ),
+        "house_maximum_note": _(" (the house maximum)"),
         "refused_banco_deux_alone": _(
             "{who}: banco deux needs a second punter. Announce it for a second "
             "player too, or cancel it."

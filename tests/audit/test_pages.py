@@ -105,6 +105,10 @@ def test_correct_from_the_flag_preview_then_confirm(browser_as, pitboss, flag):
     page = r.content.decode()
     assert r.status_code == 200 and "What this correction changes" in page
     assert Coup.objects.filter(revision=2).count() == 0  # nothing written yet
+    # the findings before and after, in words, not codes (issue 35)
+    changes = page.split("What this correction changes", 1)[1]
+    assert '<span class="diff-old">false draw</span>' in changes, changes[:3000]
+    assert "false_draw" not in changes
     digest = re.search(r'name="plan_digest" value="(\w+)"', page).group(1)
     r = c.post(f"/floor/coups/{flag.coup_id}/correct/",
                {**data, "action": "confirm", "plan_digest": digest, "reason": ""})
@@ -145,6 +149,7 @@ def test_closing_counting_and_attesting(browser_as, pitboss, pitboss2, manager,
     # Not attested over an open variance: the page says so, the POST is a 409.
     page = m.get(f"/floor/sessions/{session.pk}/").content.decode()
     assert "Attest once the variance flag is decided" in page
+    assert "cagnotte variance</a>" in page and "cagnotte_variance" not in page
     assert "Attest: certifié exact" not in page
     r = m.post(f"/floor/cagnotte/{count.pk}/attest/")
     assert r.status_code == 409 and f"variance flag {flag.pk}" in r.content.decode()
@@ -198,6 +203,11 @@ def test_closed_sessions_wait_for_count_then_attestation(browser_as, pitboss,
     assert "count the box" in c.get("/floor/").content.decode()
     c.post(f"/floor/sessions/{session.pk}/count/", {"counted": "30.00"})
     assert "attest the count" in c.get("/floor/").content.decode()
+    # no variance, written as the page writes money: "0,00" in French (issue 35)
+    fr = c.get(f"/floor/sessions/{session.pk}/", HTTP_ACCEPT_LANGUAGE="fr")
+    page = fr.content.decode()
+    assert '<span class="badge ok">0,00</span>' in page and "30,00" in page
+    assert "0.00" not in page.split("Écart", 1)[1].split("</table>", 1)[0]
 
 
 def test_ids_in_query_strings_and_forms_never_answer_500(browser_as, pitboss,

@@ -108,6 +108,95 @@ def test_maximum_bank_caps_what_is_in_play_and_garages_the_rest():
     assert c.covered == Decimal("2000.00")
 
 
+A = chemmy.Announcement
+
+
+def capped(*stakes, suivi_seat=None):
+    """A bank of 2,110.50 at a table whose maximum bank is 2,000.00."""
+    return cover_stakes(
+        list(stakes),
+        bank=Decimal("2110.50"),
+        banker_seat=4,
+        seats=9,
+        minimum_banco=Decimal("100.00"),
+        maximum_bank=Decimal("2000.00"),
+        suivi_seat=suivi_seat,
+    )
+
+
+@pytest.mark.parametrize(
+    ("stakes", "suivi"),
+    [
+        ([StakeIn(Decimal("2000.00"), seat=5, announcement=A.BANCO_SOLO)], None),
+        ([StakeIn(Decimal("2000.00"), seat=6, announcement=A.SUIVI)], 6),
+        (
+            [
+                StakeIn(Decimal("1000.00"), seat=5, announcement=A.BANCO_AVEC),
+                StakeIn(Decimal("1500.00"), seat=7),
+            ],
+            None,
+        ),
+        (
+            [
+                StakeIn(Decimal("1200.00"), seat=5, announcement=A.BANCO_DEUX),
+                StakeIn(Decimal("800.00"), seat=8, announcement=A.BANCO_DEUX),
+            ],
+            None,
+        ),
+    ],
+    ids=["banco solo", "suivi", "banco avec", "banco deux"],
+)
+def test_an_announcement_above_the_maximum_is_worth_the_maximum(stakes, suivi):
+    # docs/rules.md, "Stakes and announcements": the bank in play
+    c = capped(*stakes, suivi_seat=suivi)
+    assert (c.covered, c.garage) == (Decimal("2000.00"), Decimal("110.50"))
+
+
+@pytest.mark.parametrize(
+    ("stakes", "suivi", "field", "said"),
+    [
+        (
+            [StakeIn(Decimal("2110.50"), seat=5, announcement=A.BANCO_SOLO)],
+            None,
+            "stakes[0].amount",
+            "banco solo takes the whole bank in play (2000.00, the house maximum), "
+            "not 2110.50",
+        ),
+        (
+            [StakeIn(Decimal("2110.50"), seat=6, announcement=A.SUIVI)],
+            6,
+            "stakes[0].amount",
+            "suivi takes the whole bank in play (2000.00, the house maximum), "
+            "not 2110.50",
+        ),
+        (
+            [StakeIn(Decimal("1055.25"), seat=5, announcement=A.BANCO_AVEC)],
+            None,
+            "stakes[0].amount",
+            "banco avec takes half the bank in play (1000.00, the house maximum), "
+            "not 1055.25",
+        ),
+        (
+            [
+                StakeIn(Decimal("1055.25"), seat=5, announcement=A.BANCO_DEUX),
+                StakeIn(Decimal("1055.25"), seat=6, announcement=A.BANCO_DEUX),
+            ],
+            None,
+            "stakes[1].amount",
+            "banco deux stakes[0] and stakes[1] total 2110.50, not the bank in "
+            "play (2000.00, the house maximum)",
+        ),
+    ],
+    ids=["banco solo", "suivi", "banco avec", "banco deux"],
+)
+def test_an_announcement_of_the_whole_bank_above_the_maximum_is_refused(
+    stakes, suivi, field, said
+):
+    with pytest.raises(CoupError) as e:
+        capped(*stakes, suivi_seat=suivi)
+    assert (e.value.field, e.value.message) == (field, said)
+
+
 def test_random_stakes_keep_covered_plus_garage_equal_to_the_bank():
     rng = random.Random(13)
     for _ in range(2000):

@@ -342,7 +342,7 @@ def test_announcement_may_be_given_as_its_string_value():
             ],
             {},
             "stakes[1].amount",
-            "900.00, not the bank 1000",
+            "900.00, not the bank in play (1000",
         ),
         # banco avec: half the bank
         (

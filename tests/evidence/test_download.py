@@ -3,6 +3,8 @@ a report job with progress, its file the bundle the verifier accepts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from audit.reports.models import ReportJob
@@ -42,6 +44,20 @@ def test_the_reports_page_builds_a_bundle(request, role, croupier, signing_key,
     assert progress["jobs"][0]["rows"] == job.rows > Coup.objects.count()
     assert job.stamp["trail_anchor"].startswith("row ")
     assert stamp_verify(job.stamp) == ""  # signed as every report's stamp
+    # the job page's stamp says all a report's does (issue 35)
+    stamp = job.stamp
+    assert stamp["house_rules"] and stamp["house_rules"][0]["coups"] > 0
+    assert stamp["software_version"].startswith("chemmy-audit ")
+    assert stamp["generated_at"] and stamp["generated_by"] == role + "1"
+    page = client.get(f"/reports/jobs/{job.pk}/").content.decode()
+    stamp_part = page[page.index("<h2>Stamp</h2>"):]
+    assert "<td>—</td>" not in stamp_part and "<td></td>" not in stamp_part
+    assert f"{job.rows}</span> rows" in page and 'class="expected"' not in page
+    rules = stamp_part[stamp_part.index("<th>House rules</th>"):]
+    rules = rules[:rules.index("</tr>")]
+    assert "rounded half up" in rules
+    # "rounded half up , chemmy": an include's last newline read as a space
+    assert not re.search(r"\s,", rules), rules
     download = client.get(f"/reports/jobs/{job.pk}/download/")
     assert download.status_code == 200
     assert download["Content-Type"] == "application/zip"

@@ -6,6 +6,7 @@ the evidence to the pit boss, who decides it there with a reason; French."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -63,9 +64,25 @@ def test_the_page_shows_the_latest_run(done_run, manager, auditor, floor_night):
         .content.decode()
 
 
-def test_the_page_shows_the_floors_mix_and_the_power(done_run, manager):
+@pytest.fixture
+def run_with_rest(floor_night, manager):
+    """floor_night and two croupiers who false-draw now and then: the rest
+    of the floor has a rate of its own (the honest croupier's is 0)."""
+    from tests.conftest import make_user
+
+    from .conftest import play
+
+    for n in (3, 4):  # two alike: neither stands out from the other
+        play(make_user(f"croupier{n}", "croupier"), DAY1, tables=1, shoes=2,
+             seed=10 + n, rate=0.05, prefix=f"Some{n}")
+    run = runs.surveillance_request(user=manager, from_day=DAY1, to_day=DAY1)
+    return runs.surveillance_execute(run_id=run.pk)
+
+
+def test_the_page_shows_the_floors_mix_and_the_power(run_with_rest, manager):
     """Issue 27: the free choices the expectation was weighed with, and how
     soon a croupier at 3x this floor's rate is found, from its own figures."""
+    done_run = run_with_rest
     s = done_run.summary
     html = client_for(manager).get("/floor/surveillance/").content.decode()
     mix = {c["cell"]: c for c in s["mix"]["cells"]}
@@ -75,10 +92,44 @@ def test_the_page_shows_the_floors_mix_and_the_power(done_run, manager):
     assert f'<td class="num">{five["draws"]}</td>' in html
     p = s["power"]
     lead = next(r for r in p["rows"] if r["factor"] == 3.0)
-    assert p["coups"] == done_run.coups and p["tests"] > 0
+    # against the rest of the floor: the croupier alerted on false draws is
+    # not in the rate a "3x" is measured by (issue 35)
+    assert p["left_out"] >= 1 and p["tests"] > 0
+    assert p["coups"] < done_run.coups
     assert lead["coups"]
     assert f"within {lead['coups']} coups with 90 % probability" in html
-    assert "At your floor&#x27;s rate of" in html or "At your floor's rate of" in html
+    assert "Against the rest of your floor (a false-draw rate of" in html
+    # the table in the order of the factors
+    table = html[html.index('id="power-table"'):]
+    table = table[:table.index("</table>")]
+    assert [int(f) for f in re.findall(r"<td>(\d)× the rest", table)] == [2, 3, 5]
+    # a factor out of reach says so in words, not "—"
+    for row in p["rows"]:
+        if row["coups"] is None:
+            assert "not within 2,000,000" in table
+    assert "—" not in table
+
+
+def test_no_power_is_stated_when_the_rest_never_false_draws(done_run, manager):
+    """The culprit alone false-draws: against the rest of the floor (rate 0)
+    no figure can be given, and the page says so instead of a table."""
+    assert done_run.summary["power"]["floor_rate"] == 0
+    html = client_for(manager).get("/floor/surveillance/").content.decode()
+    assert "too few false draws" in html and 'id="power-table"' not in html
+
+
+def test_each_alert_reads_as_one_sentence(done_run, manager, floor_night):
+    """Issue 35: the manager reads what was found; p and q one click away."""
+    html = client_for(manager).get("/floor/surveillance/").content.decode()
+    alerts = html[html.index('id="alerts"'):]
+    alerts = alerts[:alerts.index("</table>")]
+    culprit = floor_night["culprit"].get_username()
+    assert re.search(
+        rf"Croupier {culprit} false-(draws [\d.]+ times as often as the rest of "
+        rf"the floor over|drew \d+ times in) [\d,]+ coups", alerts), alerts[:2000]
+    assert "this happens by chance less than once in" in alerts
+    assert '<details class="alert-figures"><summary>The statistics</summary>' in alerts
+    assert "<th class=\"num\">p</th>" not in alerts
 
 
 def test_the_queue_offers_no_table_it_cannot_filter_by(done_run, pitboss):

@@ -54,3 +54,24 @@ def test_a_lower_rate_needs_more_coups():
           (0.003, 0.005)}
     assert at[0.003] > 1.5 * at[0.005]
     assert power.coups_for(power.Floor(0.0, 200_000, 10_000, Q)) is None
+
+
+def test_the_power_is_stated_against_the_rest_of_the_floor():
+    """Issue 35: the croupier the run alerts on false draws is left out of
+    the rate a "3x" is measured by (he raised it: 0.0039 against 0.0032)."""
+    from audit.surveillance.data import Alert
+    from audit.surveillance.summary import croupier_power
+
+    honest = [{"subject": f"croupier:{i}", "coups": 10_000,
+               "false_draw_rate": 32} for i in range(1, 5)]
+    off = {"subject": "croupier:9", "coups": 4_550, "false_draw_rate": 44}
+    alert = Alert(kind="croupier", subject="croupier:9", test="false_draw_rate",
+                  statistic=5.0, p_value=1e-8, day=1, evidence={})
+    report = detect.Report(alerts=[alert], tests=40, fdr=Q, min_q=1e-6,
+                           cusum_budget=0.0, croupiers=[*honest, off])
+    p = croupier_power(None, report)
+    assert p["floor_rate"] == 128 / 40_000 and p["coups"] == 40_000
+    assert p["left_out"] == 1
+    # without the alert, the whole floor (him included) would be the base
+    report.alerts = []
+    assert croupier_power(None, report)["floor_rate"] == 172 / 44_550

@@ -104,12 +104,13 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
          "Seat 3: 5 is below the table minimum of 10. Raise the stake or remove it.")
     case("banco solo not the bank", body(stake("500.00", announcement="banco_solo")),
          "refused_whole_bank",
-         "Seat 3: banco solo takes the whole bank, 1,000. Set the stake to 1,000 or "
-         "cancel the announcement.")
+         "Seat 3: banco solo takes the whole bank in play, 1,000. Set the stake to "
+         "1,000 or cancel the announcement.")
     case("no suivi", body(stake("1000.00", announcement="suivi")), "no_suivi",
          "Nobody may call suivi now.")
     case("banco avec not half", body(stake("300.00", announcement="banco_avec")),
-         "refused_banco_avec", "Seat 3: banco avec takes exactly half the bank, 500.")
+         "refused_banco_avec",
+         "Seat 3: banco avec takes exactly half the bank in play, 500.")
     case("banco deux alone", body(stake("500.00", announcement="banco_deux")),
          "refused_banco_deux_alone")
     case("banco deux of three", body(
@@ -122,7 +123,7 @@ def refusals(shoe, croupier, croupier2, manager) -> list[tuple]:
         stake("300.00", seat=3, announcement="banco_deux"),
         stake("300.00", seat=4, announcement="banco_deux")),
         "refused_banco_deux_total",
-        "Banco deux: the two stakes must make up the whole bank, 1,000.")
+        "Banco deux: the two stakes must make up the whole bank in play, 1,000.")
     case("negative amount", body(stake("-5")), "refused_amount")
     case("three decimals", body(stake("12.345")), "refused_amount")
     case("zero", body(stake("0.00")), "refused_amount")
@@ -241,6 +242,13 @@ def test_every_refusal_in_the_croupiers_words(
         "The server did not take this coup (frobnicate: no). Check the coup, or "
         "call the pit boss."
     )
+    # its field in words, never a code (issue 35)
+    said = page.evaluate(js, [[400, {"detail": "stakes[0].player_card: too odd",
+                                     "code": "x"}, {"stakes": [{"seat": 3}]}]])[0]
+    assert said["text"] == (
+        "The server did not take this coup (Seat 3, player's card number: too "
+        "odd). Check the coup, or call the pit boss."
+    )
 
     profile = profile_for(croupier)
     profile.language = "fr"
@@ -321,6 +329,8 @@ def test_a_server_refusal_is_shown_in_words(
     expect(page.locator("#conflict-text")).to_have_text(
         "This shoe is closed: the coup cannot go into it. Call the pit boss."
     )
+    # what to do, in words: no server code on the croupier's screen
     expect(page.locator("#conflict-coup")).to_have_text(
-        "Server: shoe: this shoe is closed"
+        "This coup was not recorded: the screen shows the table as the server "
+        "holds it. Back to the pad to correct it, or discard it."
     )

@@ -6,7 +6,7 @@
  */
 import * as C from "../chemmy.js";
 import { $, el, hideAlert, showAlert } from "./dom.js";
-import { draft, render, S, SLOTS, stopped, T } from "./state.js";
+import { conflicted, draft, render, S, SLOTS, stopped, T } from "./state.js";
 import { cardName, cardText, findingText, fmt, promptText, RANK_LABEL, ruleText } from "./words.js";
 
 export function clearCards() {
@@ -77,6 +77,7 @@ export function target() {
 export function tapRank(r) {
   hideAlert();
   if (stopped()) return; // the pad is locked: the stop says why
+  if (conflicted()) return showAlert(T.conflict_first); // and the refusal's box
   if (!target()) {
     showAlert(cardCount() >= 6 ? T.cards_full : T.all_in_more);
     return;
@@ -86,7 +87,7 @@ export function tapRank(r) {
 }
 
 export function tapSuit(s) {
-  if (!draft.pendingRank || stopped()) return;
+  if (!draft.pendingRank || stopped() || conflicted()) return;
   const slot = target();
   if (!slot) return;
   draft.cards[slot] = draft.pendingRank + s;

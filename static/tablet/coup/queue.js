@@ -14,7 +14,7 @@
  * not the sender.
  */
 import * as C from "../chemmy.js";
-import { bridged, S, USER, USER_ID, USER_NAME } from "./state.js";
+import { bridged, conflicted, S, USER, USER_ID, USER_NAME } from "./state.js";
 
 const QUEUE_KEY = "chemmy.tablet.queue";
 const DEVICE_KEY = "chemmy.tablet.device";
@@ -134,9 +134,13 @@ export function derive() {
     v.cardsLeft -= just.body.punter.length + just.body.banker.length;
     follow(v, just);
   }
+  // A refused coup never happened: while the refusal waits for the
+  // croupier, the table is the server's, whatever is queued behind it.
+  const truth = conflicted();
   for (const e of mine(queue())) {
     if (e.body.expected_seq < v.nextSeq) continue; // recorded, answer lost
     v.waiting += 1;
+    if (truth) continue;
     v.nextSeq = e.body.expected_seq + 1;
     v.cardsLeft -= e.body.punter.length + e.body.banker.length;
     follow(v, e);

@@ -17,7 +17,8 @@ let pendingVerdict = null; // the coup the confirm dialog asks about
 
 export function save() {
   hideAlert();
-  if (paused) return;
+  // A refusal waits for the croupier's answer: Save says so, never nothing.
+  if (paused) return showAlert(T.conflict_first);
   // House rule hold on error: a finding stopped play at this shoe (named).
   if (stopped()) return showAlert(REFUSAL.held(view.heldBy, view.heldCodes));
   if (!view.turnOpen) return showAlert(T.no_turn);

@@ -6,7 +6,7 @@
 import { renderCards, renderGuidance } from "./cards.js";
 import { $, el } from "./dom.js";
 import { authorName, derive, hasId, heldRun, queue } from "./queue.js";
-import { draft, S, setView, stopped, T, URLS, view } from "./state.js";
+import { conflicted, draft, S, setView, stopped, T, URLS, view } from "./state.js";
 import { renderSeats, renderStakeLines } from "./stakes.js";
 import { fmt } from "./words.js";
 
@@ -21,6 +21,13 @@ export function render() {
   renderNet();
   renderHeld();
   renderStopped();
+  // A refusal waits for the croupier's answer: nothing keyed now could go
+  // anywhere (the box on the right says what to do).
+  document.body.classList.toggle("coup-refused", conflicted());
+  if (conflicted()) {
+    stopLock(true);
+    $("guidance").replaceChildren(el("p", { class: "g-warn", text: T.conflict_first }));
+  }
 }
 
 /** Every button and field of the stakes and the pad, disabled while play is

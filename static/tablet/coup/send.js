@@ -9,7 +9,7 @@ import { clearCards } from "./cards.js";
 import { $, showAlert } from "./dom.js";
 import { device, isMine, mine, queue, removeEntry, saveQueue } from "./queue.js";
 import { fromServer, fromSummary, resultPanel } from "./result.js";
-import { adopt, bridge, draft, render, S, T, URLS } from "./state.js";
+import { adopt, bridge, draft, render, S, setConflict, T, URLS } from "./state.js";
 import { cardText, fmt, REFUSAL, resultText } from "./words.js";
 
 export let paused = null; // {kind, entry} while a conflict waits for the croupier
@@ -80,13 +80,12 @@ export async function flush() {
         showAlert(T.signed_out);
         break;
       }
-      paused = {
+      await pauseFor({
         kind: r.status === 409 && data.expected_seq ? "moved" : "refused",
         entry: entry,
         data: data,
         status: r.status,
-      };
-      await showConflict();
+      });
       break;
     }
   } finally {
@@ -95,13 +94,16 @@ export async function flush() {
   }
 }
 
-export async function refreshState() {
+/** The server's state of the shoe, adopted. A closed shoe sends the page
+ *  to the session, unless ``stay``: a refusal is read first (leaveIfClosed
+ *  after the croupier's answer). */
+export async function refreshState(stay) {
   try {
     const r = await fetch(URLS.state, { credentials: "same-origin", headers: { Accept: "application/json" } });
     if (!r.ok) return false;
     const fresh = await r.json();
     adopt(fresh);
-    if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
+    if (!stay) leaveIfClosed();
     return true;
   } catch (e) {
     return false;
@@ -128,7 +130,19 @@ export async function recorded(entry, coup) {
 /** Pause the queue on a conflict and say so (accept.js: the shoe moved on). */
 export async function pauseFor(conflict) {
   paused = conflict;
+  setConflict(conflict);
   await showConflict();
+}
+
+function leaveIfClosed() {
+  if (!S.shoe.open || !S.session.open) window.location.assign(URLS.session);
+}
+
+/** The result panel as the server holds the shoe: its last coup, or
+ *  nothing before the first. A refused coup's provisional result goes. */
+function serverResult() {
+  if (S.last_coup) resultPanel(fromSummary(S.last_coup));
+  else $("result").replaceChildren();
 }
 
 async function showConflict() {
@@ -156,13 +170,18 @@ async function showConflict() {
     resend.hidden = false;
     resend.textContent = T.resend;
   } else {
+    // The coup never happened: the screen goes back to what the server
+    // holds (the bank, the banker, the shoe), then says why and what now.
+    await refreshState(true);
+    serverResult();
     const d = p.data || {};
     const said = REFUSAL.words(p.status, d, p.entry.body);
     $("conflict-text").textContent = said.text;
     $("conflict-text").dataset.refusal = said.key;
-    // the server's own words, for the pit boss (the generic line has them)
-    $("conflict-coup").textContent =
-      said.key === "refused_generic" || !d.detail ? "" : fmt(T.server_said, { detail: d.detail });
+    const n = mine(queue()).length;
+    $("conflict-coup").textContent = onlyOne
+      ? T.refused_what_now
+      : fmt(T.refused_what_now_many, { n: n });
     resend.hidden = true;
   }
   $("conflict-discard").textContent = T.discard;
@@ -174,6 +193,7 @@ async function showConflict() {
 function closeConflict() {
   $("conflict").hidden = true;
   paused = null;
+  setConflict(null);
 }
 
 export function resendAfter() {
@@ -189,7 +209,9 @@ export function resendAfter() {
 export function discard() {
   saveQueue(queue().filter((e) => e.shoe !== S.shoe.id));
   closeConflict();
+  serverResult(); // the discarded coup's provisional result goes with it
   render();
+  leaveIfClosed();
 }
 
 export function backToPad() {
@@ -198,6 +220,7 @@ export function backToPad() {
   if (!entry) return closeConflict();
   saveQueue(q.filter((e) => e.key !== entry.key));
   closeConflict();
+  serverResult(); // it is on the pad again, not waiting
   clearCards();
   const b = entry.body;
   ["p", "b"].forEach((side) => {

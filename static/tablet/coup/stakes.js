@@ -5,12 +5,37 @@
  */
 import * as C from "../chemmy.js";
 import { $, el, hideAlert, showAlert } from "./dom.js";
-import { draft, render, S, stopped, T, view } from "./state.js";
+import { conflicted, draft, render, S, stopped, T, view } from "./state.js";
 import { fmt, money, stakeName } from "./words.js";
 
 /** The house's maximum bank in cents, or null (no maximum). */
 export function maximumBank() {
   return S.rules.maximum_bank ? C.toCents(S.rules.maximum_bank) : null;
+}
+
+/** The bank in play, in cents: the bank, or the house's maximum when the
+ *  bank is above it (docs/rules.md, "Stakes and announcements"). What a
+ *  banco solo or a suivi takes, what a banco avec takes half of and what a
+ *  banco deux's two stakes make up; the rest goes to the garage. */
+export function bankInPlay() {
+  const top = maximumBank();
+  return top === null ? view.bank : Math.min(view.bank, top);
+}
+
+/** Whether the bank in play is the house's maximum (the bank is above it). */
+export function capped() {
+  const top = maximumBank();
+  return top !== null && view.bank > top;
+}
+
+/** Whether ``cents`` is what ``announcement`` takes of the bank in play
+ *  (a banco deux: a share of it; "none": any amount). */
+function fits(announcement, cents) {
+  const play = bankInPlay();
+  if (announcement === "banco_solo" || announcement === "suivi") return cents === play;
+  if (announcement === "banco_avec") return cents * 2 === play;
+  if (announcement === "banco_deux") return cents < play;
+  return true;
 }
 
 export function engineStakes() {
@@ -44,7 +69,8 @@ export function restoreTiedStakes() {
  *  server stays the judge: refusals.js words what it answers). */
 export function stakeProblem() {
   const min = C.toCents(S.rules.minimum_stake);
-  const bank = view.bank;
+  const bank = bankInPlay();
+  const cap = capped() ? T.house_maximum_note : "";
   const pair = [];
   // After a tie the stakes stay on the table: raised, never taken back.
   for (const t of view.tied || []) {
@@ -66,12 +92,14 @@ export function stakeProblem() {
       return {
         index: i,
         text: fmt(T.refused_whole_bank, {
-          who: v.who, announcement: T["announce_" + s.announcement], bank: money(bank),
+          who: v.who, announcement: T["announce_" + s.announcement], bank: money(bank), cap: cap,
         }),
       };
     }
     if (s.announcement === "banco_avec" && s.amount * 2 !== bank) {
-      return { index: i, text: fmt(T.refused_banco_avec, { who: v.who, half: money(bank / 2) }) };
+      return {
+        index: i, text: fmt(T.refused_banco_avec, { who: v.who, half: money(bank / 2), cap: cap }),
+      };
     }
     if (s.announcement === "banco_deux") pair.push(i);
   }
@@ -82,7 +110,7 @@ export function stakeProblem() {
     return { index: pair[2], text: fmt(T.refused_banco_deux_third, { who: stakeName(draft.stakes[pair[2]]) }) };
   }
   if (pair.length === 2 && draft.stakes[pair[0]].amount + draft.stakes[pair[1]].amount !== bank) {
-    return { index: pair[1], text: fmt(T.refused_banco_deux_total, { bank: money(bank) }) };
+    return { index: pair[1], text: fmt(T.refused_banco_deux_total, { bank: money(bank), cap: cap }) };
   }
   return null;
 }
@@ -90,7 +118,7 @@ export function stakeProblem() {
 // ---- the croupier's taps ----------------------------------------------------------
 
 export function tapSeat(n) {
-  if (n === view.bankerSeat || stopped()) return;
+  if (n === view.bankerSeat || stopped() || conflicted()) return;
   let i = draft.stakes.findIndex((s) => s.seat === n);
   if (i < 0) {
     draft.stakes.push({ seat: n, standing: null, amount: draft.currentAmount, announcement: "none" });
@@ -102,6 +130,7 @@ export function tapSeat(n) {
 }
 
 export function addStanding() {
+  if (conflicted()) return;
   draft.standingCount += 1;
   draft.stakes.push({
     seat: null,
@@ -114,23 +143,29 @@ export function addStanding() {
 }
 
 export function setAmount(cents) {
-  if (cents === null || cents <= 0) return;
+  if (cents === null || cents <= 0 || conflicted()) return;
   draft.currentAmount = cents;
   if (draft.selected !== null) {
-    draft.stakes[draft.selected].amount = cents;
-    draft.stakes[draft.selected].announcement = "none";
+    const s = draft.stakes[draft.selected];
+    s.amount = cents;
+    // An amount the announcement takes keeps it ("Set the stake to 2,000"
+    // after a refusal of a banco solo of 2,110.50); any other is a plain stake.
+    if (!fits(s.announcement, cents)) s.announcement = "none";
   }
   render();
 }
 
 export function announce(kind) {
+  if (conflicted()) return;
   if (draft.selected === null) return showAlert(T.select_seat_first);
   const s = draft.stakes[draft.selected];
   if (s.announcement === kind) {
     s.announcement = "none";
     return render();
   }
-  const bank = view.bank;
+  // What the announcement is worth: the bank in play, capped at the house's
+  // maximum (the server refuses anything else: tables/chemmy/stakes.py).
+  const bank = bankInPlay();
   if (kind === "suivi") {
     if (view.suivi === null || view.suivi === undefined) return showAlert(T.no_suivi);
     if (s.seat !== view.suivi) return showAlert(fmt(T.suivi_only, { n: view.suivi }));
@@ -166,6 +201,7 @@ function renderCardNo() {
 }
 
 export function removeStake() {
+  if (conflicted()) return;
   if (draft.selected === null) return;
   draft.stakes.splice(draft.selected, 1);
   draft.selected = null;
@@ -269,8 +305,9 @@ export function renderStakeLines() {
     b.setAttribute("aria-pressed", C.toCents(b.dataset.amount) === draft.currentAmount ? "true" : "false");
   });
   $("coverage").textContent = view.turnOpen
-    ? fmt(T.coverage, {
+    ? fmt(capped() ? T.coverage_capped : T.coverage, {
         bank: money(view.bank),
+        in_play: money(bankInPlay()),
         covered: money(cov ? cov.covered : 0),
         garage: money(cov ? cov.garage : view.bank),
       })

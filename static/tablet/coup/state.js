@@ -93,6 +93,19 @@ export function stopped() {
   return !!view.heldBy;
 }
 
+// A refusal (or "the shoe moved on") the croupier has not answered yet
+// (send.js): until he does, the screen shows the table as the server holds
+// it, not as the waiting coups would leave it (queue.js derive), and the
+// stakes and the pad take nothing: the answer is "back to the pad",
+// "discard" or "record mine after it", in the box that says why.
+let conflict = null;
+export function setConflict(c) {
+  conflict = c || null;
+}
+export function conflicted() {
+  return conflict !== null;
+}
+
 /** The coup on the pad, until it is saved. */
 export const draft = {
   stakes: [], // {seat, standing, amount (cents), announcement, player_card}

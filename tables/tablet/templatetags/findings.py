@@ -34,6 +34,13 @@ def announcement_word(value) -> str:
 
 
 @register.filter
+def code_words(codes) -> str:
+    """{{ c.findings|code_words }}: ["card_count_exceeded", "false_draw"] ->
+    "card seen too often, false draw", in the reader's language; "" for none."""
+    return ", ".join(fw.code_word(c) for c in codes or ())
+
+
+@register.filter
 def code_word(value) -> str:
     """{{ f.code|code_word }}: "false_draw" -> "false draw" ("faux tirage")."""
     return fw.code_word(value)

@@ -1,0 +1,49 @@
+"""Issue 35: each alert in one sentence a manager reads, from its own
+evidence; the statistics stay one click away on the page."""
+
+from __future__ import annotations
+
+from django.utils import translation
+
+from audit.surveillance.words import alert_sentence, chance_words
+
+
+def test_the_chance_in_words():
+    with translation.override("en"):
+        assert chance_words(3e-8) == (
+            "this happens by chance less than once in 10,000,000")
+        assert chance_words(0.004) == "this happens by chance less than once in 100"
+        assert chance_words(2.4e-18) == (
+            "this happens by chance less than once in 1,000,000,000")
+        assert chance_words(0.0) == "this is a fact, not chance"
+        assert chance_words(0.7) == "this happens by chance about every other time"
+        assert chance_words(None) == ""
+
+
+def test_a_croupier_alert_in_one_sentence():
+    ev = {"coups": 4550, "count": 44, "rate": 0.00967,
+          "rest_of_floor_rate": 0.0032, "ratio_to_rest": 3.02}
+    with translation.override("en"):
+        assert alert_sentence("false_draw_rate", "Croupier X", ev, 4e-8) == (
+            "Croupier X false-draws 3.0 times as often as the rest of the floor "
+            "over 4,550 coups; this happens by chance less than once in "
+            "10,000,000.")
+        # the rest never did: no ratio to give
+        never = {**ev, "ratio_to_rest": None, "rest_of_floor_rate": 0.0}
+        assert alert_sentence("false_draw_rate", "Croupier X", never, 0.001) == (
+            "Croupier X false-drew 44 times in 4,550 coups, where the rest of "
+            "the floor never did; this happens by chance less than once in "
+            "1,000.")
+        assert alert_sentence("banker_wins", "Card P0105",
+                              {"wins": 60, "expected_wins": 41.27}, 2e-5) == (
+            "Card P0105 won 60 coups as banker where the odds give 41.3; this "
+            "happens by chance less than once in 10,000.")
+        # a test with no sentence of its own still reads as one
+        assert alert_sentence("runs", "shoe #12", {}, 0.0004) == (
+            "The shoe's wins come in runs the odds do not give: shoe #12; this "
+            "happens by chance less than once in 1,000.")
+    with translation.override("fr"):
+        said = alert_sentence("false_draw_rate", "Le croupier X", ev, 4e-8)
+        assert said.startswith("Le croupier X fait 3,0 fois plus de tirages faux")
+        assert "10\u202f000\u202f000" in said or "10 000 000" in said \
+            or "10\xa0000\xa0000" in said, said
