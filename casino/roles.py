@@ -111,16 +111,17 @@ def role_rows(alias: str, rows) -> tuple[list, list[str]]:
     from django.contrib.auth.models import Group
 
     from .continuity import with_seals
+    from .rawrows import reader
 
-    through = _roles_query()[0]
-    width = len(through._meta.concrete_fields)
-    end = width + len(Group._meta.concrete_fields)
+    links, groups = reader(_roles_query()[0], alias), reader(Group, alias)
+    width = links.width
+    end = width + groups.width
     objs, read, names = [], [], []
     for row in rows:
         if row[0] is None:
             continue
-        group = Group.from_db(alias, None, row[width:end])
-        objs += [through.from_db(alias, None, row[:width]), group]
+        group = groups.build(row[width:end])
+        objs += [links.build(row[:width]), group]
         read += row[end:end + 2]
         names.append(group.name)
     return with_seals(objs, read), names

@@ -33,6 +33,7 @@ from knox.settings import CONSTANTS, knox_settings
 from rest_framework.exceptions import AuthenticationFailed
 
 from .continuity import sealed_sql, trusted_as_sealed, with_seals
+from .rawrows import reader
 from .roles import role_rows, roles_columns, roles_read_with
 
 # What knox issues: 64 hex digits (no prefix). Anything else is refused
@@ -127,6 +128,7 @@ def _tokens(key: str) -> list[tuple]:
     t_end, u_width, sql = _token_query()
     u_end = t_end + 1 + u_width
     alias = router.db_for_read(ApiToken)
+    tokens, users = reader(ApiToken, alias), reader(field.related_model, alias)
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, [key])
         rows = cursor.fetchall()
@@ -134,8 +136,8 @@ def _tokens(key: str) -> list[tuple]:
     for row in rows:
         head = row[:t_end]
         if head not in found:
-            token = ApiToken.from_db(alias, None, head)
-            user = field.related_model.from_db(alias, None, row[t_end + 1:u_end])
+            token = tokens.build(head)
+            user = users.build(row[t_end + 1:u_end])
             field.set_cached_value(token, user)
             found[head] = (token, [row[t_end], row[u_end]], [])
         found[head][2].append(row[u_end + 1:])
