@@ -27,8 +27,9 @@ untimed:
   through the services; --bosses pit bosses signed in on the sign-in page
   (session cookie and CSRF token, as a browser); a manager with a token.
 
-Then gunicorn (gthread, on a port in 8790-8799; with --page-workers N, a
-second one of N processes on the next free port serves the pit bosses' pages,
+Then gunicorn (gthread, on a port in 8790-8799, or in BENCH_PORTS=first-last;
+with --page-workers N, a second one of N processes on the next free port
+serves the pit bosses' pages,
 the first the API, as two pools behind the proxy) and `celery -A casino worker`
 (one pool process, under nice 10: --worker-nice), warmed as a server up for a
 while (untimed bursts of reads, then of coups: every worker process loaded,
@@ -90,7 +91,18 @@ import _tablets  # noqa: E402
 import bench_reports  # noqa: E402
 
 AIMS = {"coup_p99_ms": 100.0, "floor_p99_ms": 250.0}
-PORTS = range(8790, 8800)
+
+def _ports() -> range:
+    """8790-8799, or BENCH_PORTS ("first-last"): a shared machine gives each
+    user of it a range of his own."""
+    given = os.environ.get("BENCH_PORTS", "")
+    if not given:
+        return range(8790, 8800)
+    first, _, last = given.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+PORTS = _ports()
 REDIS_URL = "redis://127.0.0.1:6379/14"
 COUP_EVERY, BOSS_EVERY, POLL_EVERY = 30.0, 5.0, 1.0
 JITTER = 2.0  # seconds either side of a table's slot

@@ -169,28 +169,6 @@ def _values(obj) -> tuple:
     return tuple(getattr(obj, attname) for attname, *_ in _plan(type(obj)))
 
 
-def known_good(objs: Iterable, cache: dict) -> None:
-    """seal_check for rows read again and again (a request's token and user,
-    a coup's session and table): a row whose every digested value is the
-    same as when this process last found it sealed is not digested or looked
-    up again (a row changed by hand has other values, and is)."""
-    todo = []
-    for obj in objs:
-        label, key = label_key(obj)
-        values = _values(obj)
-        if cache.get((label, key)) != values:
-            todo.append((obj, values))
-    if not todo:
-        return
-    for (obj, values), sealed in zip(
-        todo, sealed_digests([label_key(o) for o, _ in todo]), strict=True
-    ):
-        compare(obj, sealed)
-        if len(cache) > 10000:
-            cache.clear()
-        cache[label_key(obj)] = values
-
-
 def compare_known(obj, sealed, cache: dict = None) -> None:  # noqa: RUF013
     """compare() for a row read with its sealed digest in hand (the coup's
     lock statement): the digest is not made again while the row's values
@@ -211,11 +189,44 @@ def compare_known(obj, sealed, cache: dict = None) -> None:  # noqa: RUF013
 _GOOD: dict = {}  # (label, key) -> a digest found sealed, in this process
 
 
+def sealed_sql(label: str, key_sql: str) -> str:
+    """A column beside a row's own in a read: the row's last sealed digest
+    (casino_sealed, in the same statement) on PostgreSQL; elsewhere NULL, and
+    with_seals looks the seals up after the read."""
+    if connection.vendor == "postgresql":
+        return f"casino_sealed('{label}', ({key_sql})::text)"
+    return "NULL"
+
+
+def with_seals(objs: Sequence, read: Sequence) -> list[tuple]:
+    """(row, its last sealed digest) for rows read with sealed_sql() beside
+    them (`read`); on a database without casino_sealed (SQLite), the seals
+    looked up now."""
+    if connection.vendor != "postgresql":
+        read = sealed_digests([label_key(o) for o in objs])
+    return list(zip(objs, read, strict=True))
+
+
 def trusted(*objs, user=None, device: str = "") -> None:
-    """Rows a request rests on (its token, its user, his roles' rows), checked
-    at every request: RecordChanged (and the alarm) for one changed by hand."""
+    """Rows a request rests on (a user signing in, a report's job...),
+    checked against the seals the trail holds for them now (one statement):
+    RecordChanged (and the alarm) for one changed by hand."""
+    objs = [o for o in objs if o is not None]
+    sealed = sealed_digests([label_key(o) for o in objs])
+    trusted_as_sealed(zip(objs, sealed, strict=True), user=user, device=device)
+
+
+def trusted_as_sealed(pairs: Iterable[tuple], *, user=None, device: str = "") -> None:
+    """trusted() for rows read together with their seals (sealed_sql: a
+    request's token, its user and his roles' rows, casino/tokenauth.py and
+    casino/roles.py). The seal is read at every request; only the digest is
+    spared while a row's values and its seal are those this process last
+    found matching (compare_known). So a row put back by hand as it was
+    sealed once, after the app sealed it otherwise (a membership removed, a
+    user deactivated), is compared with its last seal, and refused."""
     try:
-        known_good([o for o in objs if o is not None], _GOOD)
+        for obj, sealed in pairs:
+            compare_known(obj, sealed)
     except RecordChanged as exc:
         if _at_top():
             alarm(exc, user=user, device=device)

@@ -86,45 +86,98 @@ ADMIN_RANK = 4
 
 
 def _sealed_roles(user) -> list[str]:
-    """The user's group names, read with the rows that grant them, each as
-    the trail sealed it: a membership or a group inserted or renamed by hand
-    with the database's credentials grants nothing (RecordChanged, and the
-    alarm: casino/continuity.py). One query, in SQL made once: the ORM's
+    """The user's group names, read with the rows that grant them, each
+    checked against the seal the trail holds for it now, read in the same
+    statement: a membership or a group inserted, renamed or put back by
+    hand with the database's credentials grants nothing (RecordChanged, and
+    the alarm: casino/continuity.py). One query, in SQL made once: the ORM's
     compiling it cost a tenth of a coup's instructions (bench/count_coup.py)."""
-    from django.contrib.auth.models import Group
     from django.db import connections, router
-
-    from .continuity import trusted
 
     through, sql = _roles_query()
     alias = router.db_for_read(through)
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, [user.pk])
         rows = cursor.fetchall()
-    width = len(through._meta.concrete_fields)
-    links = [through.from_db(alias, None, row[:width]) for row in rows]
-    groups = [Group.from_db(alias, None, row[width:]) for row in rows]
-    trusted(*links, *groups, user=user)
-    return [g.name for g in groups]
+    return _checked(user, *role_rows(alias, rows))
+
+
+def role_rows(alias: str, rows) -> tuple[list, list[str]]:
+    """([(row, its last sealed digest)...] of each membership and its group,
+    the groups' names), from rows holding every concrete column of the
+    membership, then of its group, then their seals (what _roles_query
+    selects; casino/tokenauth.py selects the same after the token's and the
+    user's). A row without a membership (a LEFT JOIN's NULLs) is skipped."""
+    from django.contrib.auth.models import Group
+
+    from .continuity import with_seals
+    from .rawrows import reader
+
+    links, groups = reader(_roles_query()[0], alias), reader(Group, alias)
+    width = links.width
+    end = width + groups.width
+    objs, read, names = [], [], []
+    for row in rows:
+        if row[0] is None:
+            continue
+        group = groups.build(row[width:end])
+        objs += [links.build(row[:width]), group]
+        read += row[end:end + 2]
+        names.append(group.name)
+    return with_seals(objs, read), names
+
+
+def _checked(user, pairs: list, names: list[str]) -> list[str]:
+    from .continuity import trusted_as_sealed
+
+    trusted_as_sealed(pairs, user=user)
+    return names
+
+
+def roles_read_with(user, rows: tuple[list, list[str]]) -> None:
+    """The user's memberships and their groups with their seals (role_rows),
+    read from the database in this request's own statement with his token
+    (casino/tokenauth.py): kept on this request's user object, checked and
+    named at the first user_roles(), as if read then. Nothing outside the
+    request (Redis, another request) can put them there."""
+    user._casino_role_rows = rows
 
 
 @cache
 def _roles_query():
     """(User.groups' through model, the SQL of a user's memberships with
-    their groups: every concrete column of both, in the models' order)."""
+    their groups: every concrete column of both, in the models' order, then
+    the last sealed digest of each, continuity.sealed_sql)."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
     through = get_user_model().groups.through
-    link, group = through._meta, Group._meta
-    columns = [f'l."{f.column}"' for f in link.concrete_fields]
-    columns += [f'g."{f.column}"' for f in group.concrete_fields]
     return through, (
-        f'SELECT {", ".join(columns)} FROM "{link.db_table}" l '
-        f'JOIN "{group.db_table}" g ON g."{group.pk.column}" = '
-        f'l."{link.get_field("group").column}" '
-        f'WHERE l."{link.get_field("user").column}" = %s ORDER BY l."{link.pk.column}"'
+        f"SELECT {roles_columns('l', 'g')} "
+        f'FROM "{through._meta.db_table}" l '
+        f'JOIN "{Group._meta.db_table}" g ON g."{Group._meta.pk.column}" = '
+        f'l."{through._meta.get_field("group").column}" '
+        f'WHERE l."{through._meta.get_field("user").column}" = %s '
+        f'ORDER BY l."{through._meta.pk.column}"'
     )
+
+
+def roles_columns(link: str, group: str) -> str:
+    """The columns role_rows reads, of a membership and a group aliased as
+    `link` and `group` in a statement."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from .continuity import sealed_sql
+
+    through = get_user_model().groups.through
+    columns = [f'{link}."{f.column}"' for f in through._meta.concrete_fields]
+    columns += [f'{group}."{f.column}"' for f in Group._meta.concrete_fields]
+    columns += [
+        sealed_sql(through._meta.label_lower, f'{link}."{through._meta.pk.column}"'),
+        sealed_sql(Group._meta.label_lower, f'{group}."{Group._meta.pk.column}"'),
+    ]
+    return ", ".join(columns)
 
 
 def user_roles(user) -> frozenset[str]:
@@ -132,12 +185,17 @@ def user_roles(user) -> frozenset[str]:
     the request's user object). Never from the shared cache: whoever can
     write to Redis could otherwise hand anyone any role, and a role removed
     or a membership changed by hand would outlive its removal there. One
-    indexed query a request."""
+    indexed query a request, or none when the token's own statement read them
+    (roles_read_with)."""
     if not user or not user.is_authenticated:
         return frozenset()
     cached = getattr(user, "_casino_roles", None)
     if cached is None:
-        cached = frozenset(_sealed_roles(user))
+        rows = getattr(user, "_casino_role_rows", None)
+        if rows is not None:  # read once, for this request only
+            del user._casino_role_rows
+        cached = frozenset(
+            _sealed_roles(user) if rows is None else _checked(user, *rows))
         user._casino_roles = cached
     return cached
 

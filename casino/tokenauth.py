@@ -20,16 +20,21 @@ not import rest_framework.views (casino/tokens.py does).
 from __future__ import annotations
 
 import re
+from functools import cache
 from hmac import compare_digest
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 from knox.auth import TokenAuthentication as KnoxTokenAuthentication
+from knox.crypto import hash_token
+from knox.settings import CONSTANTS, knox_settings
 from rest_framework.exceptions import AuthenticationFailed
 
-from .continuity import trusted
+from .continuity import sealed_sql, trusted_as_sealed, with_seals
+from .rawrows import reader
+from .roles import role_rows, roles_columns, roles_read_with
 
 # What knox issues: 64 hex digits (no prefix). Anything else is refused
 # before the database is asked (a NUL or a non-UTF-8 byte in a header would
@@ -77,14 +82,105 @@ def token_issue(*, user, device: str = ""):
         )
 
 
+@cache
+def _token_query():
+    """(widths of the token's and the user's columns, the SQL of the tokens
+    under one lookup key, each with its user and his memberships with their
+    groups: every concrete column of the token then its seal, of the user
+    then his seal, then what casino.roles.role_rows reads; one row a
+    membership, and for a user without any one row, its membership's
+    columns NULL). Made once: compiling knox's queryset (token and user)
+    and then the roles' own query (casino/roles.py) cost a fifth of a
+    tablet request's instructions (bench/count_coup.py). The seals are read
+    with the rows, at every request (casino/continuity.py)."""
+    from .models import ApiToken
+
+    token = ApiToken._meta
+    user = token.get_field("user").related_model._meta
+    link = user.get_field("groups").remote_field.through._meta
+    columns = [f't."{f.column}"' for f in token.concrete_fields]
+    columns.append(sealed_sql(token.label_lower, f't."{token.pk.column}"'))
+    columns += [f'u."{f.column}"' for f in user.concrete_fields]
+    columns.append(sealed_sql(user.label_lower, f'u."{user.pk.column}"'))
+    group = link.get_field("group").related_model._meta
+    sql = (
+        f'SELECT {", ".join(columns)}, {roles_columns("l", "g")} '
+        f'FROM "{token.db_table}" t '
+        f'JOIN "{user.db_table}" u ON u."{user.pk.column}" = '
+        f't."{token.get_field("user").column}" '
+        f'LEFT JOIN "{link.db_table}" l ON l."{link.get_field("user").column}" = '
+        f'u."{user.pk.column}" '
+        f'LEFT JOIN "{group.db_table}" g ON g."{group.pk.column}" = '
+        f'l."{link.get_field("group").column}" '
+        f'WHERE t."{token.get_field("token_key").column}" = %s '
+        f'ORDER BY t."{token.pk.column}", l."{link.pk.column}"'
+    )
+    return len(token.concrete_fields), len(user.concrete_fields), sql
+
+
+def _tokens(key: str) -> list[tuple]:
+    """[(token with its user, [the token's seal, the user's], the user's
+    memberships as casino.roles.role_rows gives them)] under `key`: one
+    statement (see _token_query)."""
+    from .models import ApiToken
+
+    field = ApiToken._meta.get_field("user")
+    t_end, u_width, sql = _token_query()
+    u_end = t_end + 1 + u_width
+    alias = router.db_for_read(ApiToken)
+    tokens, users = reader(ApiToken, alias), reader(field.related_model, alias)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, [key])
+        rows = cursor.fetchall()
+    found: dict = {}
+    for row in rows:
+        head = row[:t_end]
+        if head not in found:
+            token = tokens.build(head)
+            user = users.build(row[t_end + 1:u_end])
+            field.set_cached_value(token, user)
+            found[head] = (token, [row[t_end], row[u_end]], [])
+        found[head][2].append(row[u_end + 1:])
+    return [(token, seals, role_rows(alias, links))
+            for token, seals, links in found.values()]
+
+
 class TokenAuthentication(KnoxTokenAuthentication):
     """`Authorization: Token <token>`, as with DRF's own token (the tablets'
     header does not change)."""
 
     def authenticate_credentials(self, token: bytes):
+        """knox's own, its token and user read in one statement made once
+        together with their seals and the user's memberships (_token_query):
+        the request's roles come from this statement, from the database as
+        before, checked against their seals when first asked for
+        (casino/roles.py)."""
         if not _TOKEN.fullmatch(token):
             raise AuthenticationFailed("Invalid token.")
-        return super().authenticate_credentials(token)
+        token = token.decode()
+        for auth_token, seals, memberships in _tokens(
+                token[: CONSTANTS.TOKEN_KEY_LENGTH]):
+            if self._cleanup_token(auth_token):
+                continue
+            if compare_digest(hash_token(token), auth_token.digest):
+                if knox_settings.AUTO_REFRESH and auth_token.expiry:
+                    self.renew_token(auth_token)
+                user = self._validated(auth_token, seals)
+                roles_read_with(user, memberships)
+                return user, auth_token
+        raise AuthenticationFailed("Invalid token.")
+
+    def _validated(self, auth_token, seals: list):
+        user, auth_token = super().validate_user(auth_token)  # is_active
+        # the token's expiry, the user's password and flags, as sealed now
+        trusted_as_sealed(with_seals([auth_token, user], seals),
+                          device=auth_token.device)
+        if not _mark_matches(user, auth_token.password_mark):
+            auth_token.delete()
+            raise AuthenticationFailed(
+                "The password changed since this token was issued: sign in again."
+            )
+        return user
 
     def _cleanup_token(self, auth_token) -> bool:
         """Whether this token has expired (then it is deleted). Knox's own
@@ -94,14 +190,3 @@ class TokenAuthentication(KnoxTokenAuthentication):
             auth_token.delete()
             return True
         return False
-
-    def validate_user(self, auth_token):
-        user, auth_token = super().validate_user(auth_token)  # is_active
-        # the token's expiry, the user's password and flags, as sealed
-        trusted(auth_token, user, device=auth_token.device)
-        if not _mark_matches(user, auth_token.password_mark):
-            auth_token.delete()
-            raise AuthenticationFailed(
-                "The password changed since this token was issued: sign in again."
-            )
-        return user, auth_token
