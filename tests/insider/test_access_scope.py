@@ -57,6 +57,9 @@ LEDGER = (Table, HouseRules, TableSession, Shoe, BankerTurn, Coup, Stake, Findin
 NOT_OBJECT_SCOPED = {
     "home": "the front page",
     "trail-keys": "public: the trail's public keys, for anyone to verify with",
+    "trail-checkpoint": "public: the log's latest checkpoint and its cosignatures "
+    "(sizes and hashes), for whoever watches the log; no table's data",
+    "favicon": "public: the house's icon",
     "health": "public: alive or not, for a load balancer, no detail",
     "health-details": "staff: the services' state, no table's data",
     "metrics": "a token or staff: the floor's counters, no table's coups",
