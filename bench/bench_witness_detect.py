@@ -121,6 +121,7 @@ def main() -> None:
     os.environ["WITNESS_URLS"] = f"{witness_url};{key}"
     _benchdb.recreate_database(db_url)  # django.setup() with WITNESS_URLS set
 
+    from _dealer import ApiDealer
     from django.conf import settings
     from django.test import RequestFactory
     from rest_framework.test import APIClient
@@ -130,7 +131,6 @@ def main() -> None:
     from casino.models import ChangeLog, TreeNode
     from casino.tokenauth import token_issue
     from casino.trailstop import stop_reason_event
-    from _dealer import ApiDealer
 
     user = _benchdb.make_user("detect", "croupier")
     boss = _benchdb.make_user("detect-boss", "manager")

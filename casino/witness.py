@@ -278,3 +278,28 @@ def _leaf(link: str) -> bytes:
         return tlog.leaf_hash(bytes.fromhex(link or ""))
     except ValueError:
         return tlog.leaf_hash(b"")
+
+
+def witness_status(*, full: bool = False) -> dict:
+    """What the trail page shows of the witnesses: the latest checkpoint, the
+    latest one a witness cosigned (its size, time and which witnesses), and
+    the comparison (`witness_compare`: a shorter or forked chain named as
+    verify_trail names it; `full` recomputes the cosigned roots, as
+    verify_trail does)."""
+    epoch = current_epoch()[0]
+    latest = Checkpoint.objects.filter(epoch=epoch).order_by("-id").first()
+    cosigned = (Checkpoint.objects.filter(epoch=epoch, cosignatures__isnull=False)
+                .order_by("-size", "-id").first())
+    by = []
+    if cosigned is not None:
+        by = [{"witness": c.witness, "time": c.time}
+              for c in cosigned.cosignatures.order_by("witness")]
+    return {
+        "configured": [w["name"] for w in settings.WITNESSES],
+        "quorum": settings.WITNESS_QUORUM,
+        "epoch": epoch,
+        "latest": latest,
+        "cosigned": cosigned,
+        "cosigned_by": by,
+        "compare": witness_compare(full=full),
+    }
