@@ -16,6 +16,15 @@ named (`fork_record`: a critical flag, and writes stop):
 - 409 for the same size (another root) or 422 (the proof from the size it
   holds does not verify): `fork`.
 
+What the witnesses cosigned is also remembered outside the database
+(`witnessed_remember`: the shared cache, Redis, which a dump restored into
+PostgreSQL does not restore), so that the idle checkpoint tick, every second,
+can see cheaply (one cache read, one indexed look-up) that the database's tree
+is smaller than a tree a witness cosigned and ask the witnesses at once
+(`witnessed_beyond_database`), instead of waiting for WITNESS_CHECK_SECONDS.
+The hint only triggers the asking: the witness's answer is what names a
+rollback (a forged or stale hint costs one request; a lost one, the wait).
+
 `witness_compare` is what verify_trail, /health/details/ and the trail page
 say: the database against the latest cosigned checkpoint of each witness,
 and whether the quorum (WITNESS_QUORUM) cosigned the latest checkpoint.
@@ -30,16 +39,55 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.core.cache import cache
 from django.utils import timezone
 
 from tools.evidence_verifier import tlog
 
 from .merkle import DbNodes, current_epoch, fork_record
-from .models import ChangeLog, Checkpoint, Cosignature
+from .models import ChangeLog, Checkpoint, Cosignature, TreeNode
 from .trailstop import stop_reason_event
 
 log = logging.getLogger("casino.witness")
 SIZE_TYPE = "text/x.tlog.size"
+WITNESSED_KEY = "trail:witnessed"
+WITNESSED_SECONDS = 7 * 24 * 3600  # idle longer: WITNESS_CHECK_SECONDS alone
+
+
+def witnessed_remember(epoch: int, size: int) -> None:
+    """A witness cosigned the tree of `size` in `epoch`: kept in the shared
+    cache (outside the database) if larger than what it holds."""
+    try:
+        seen = cache.get(WITNESSED_KEY)
+        if not seen or (seen["epoch"], seen["size"]) < (epoch, size):
+            cache.set(WITNESSED_KEY, {"epoch": epoch, "size": size},
+                      WITNESSED_SECONDS)
+    except Exception as exc:  # noqa: BLE001 (a cache down: the slow path only)
+        log.warning("the witnessed size is not remembered (%s)", exc)
+
+
+def witnessed_beyond_database() -> bool:
+    """Whether the witnesses cosigned a larger tree than the database now
+    holds (a restored dump, a cut tail, a restore of an earlier epoch), as
+    the cache remembers it; False when writes are stopped already."""
+    try:
+        seen = cache.get(WITNESSED_KEY)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("the witnessed size is not readable (%s)", exc)
+        return False
+    if not isinstance(seen, dict):
+        return False
+    epoch = current_epoch()[0]
+    if seen.get("epoch") != epoch:
+        return isinstance(seen.get("epoch"), int) and seen["epoch"] > epoch
+    leaf = (TreeNode.objects.filter(epoch=epoch, level=0).order_by("-index")
+            .values_list("index", flat=True).first())
+    last = (Checkpoint.objects.filter(epoch=epoch).order_by("-id")
+            .values_list("size", flat=True).first())
+    held = min(-1 if leaf is None else leaf + 1, last or 0)
+    if not isinstance(seen.get("size"), int) or seen["size"] <= held:
+        return False
+    return stop_reason_event() is None
 
 
 def _verifier(witness: dict) -> tlog.Verifier:
@@ -88,6 +136,7 @@ def _keep(witness: dict, cp: Checkpoint, answer: str) -> Cosignature:
     if found is None:
         raise tlog.ProofError(f"{witness['name']} answered no cosignature of its key")
     sig, ts = found
+    witnessed_remember(cp.epoch, cp.size)
     old = Cosignature.objects.filter(checkpoint=cp, witness=witness["name"]).first()
     if old is not None:
         return old  # cosigned again (an idle re-submission): one is evidence enough
@@ -229,3 +278,28 @@ def _leaf(link: str) -> bytes:
         return tlog.leaf_hash(bytes.fromhex(link or ""))
     except ValueError:
         return tlog.leaf_hash(b"")
+
+
+def witness_status(*, full: bool = False) -> dict:
+    """What the trail page shows of the witnesses: the latest checkpoint, the
+    latest one a witness cosigned (its size, time and which witnesses), and
+    the comparison (`witness_compare`: a shorter or forked chain named as
+    verify_trail names it; `full` recomputes the cosigned roots, as
+    verify_trail does)."""
+    epoch = current_epoch()[0]
+    latest = Checkpoint.objects.filter(epoch=epoch).order_by("-id").first()
+    cosigned = (Checkpoint.objects.filter(epoch=epoch, cosignatures__isnull=False)
+                .order_by("-size", "-id").first())
+    by = []
+    if cosigned is not None:
+        by = [{"witness": c.witness, "time": c.time}
+              for c in cosigned.cosignatures.order_by("witness")]
+    return {
+        "configured": [w["name"] for w in settings.WITNESSES],
+        "quorum": settings.WITNESS_QUORUM,
+        "epoch": epoch,
+        "latest": latest,
+        "cosigned": cosigned,
+        "cosigned_by": by,
+        "compare": witness_compare(full=full),
+    }

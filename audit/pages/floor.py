@@ -22,6 +22,7 @@ from casino.anchors import AnchorError, anchors_freshness, anchors_list
 from casino.models import ChangeLog
 from casino.roles import has_capability
 from casino.trail import trail_verify
+from casino.witness import witness_status
 from tables import services as floor_services
 from tables.api.views import device_of
 from tables.errors import ServiceError
@@ -194,12 +195,16 @@ def trail(request):
     # the anchors the time-stamp authority has not answered for yet
     # (casino/timestamps.py): the oldest one's wait
     untimed = timestamps.pending_oldest()
+    # the witnesses (casino/witness.py): the latest cosigned checkpoint, and a
+    # shorter or forked chain named; "Verify the chain" recomputes the
+    # cosigned roots as verify_trail does
+    witnesses = witness_status(full=check is not None)
     return render(request, "audit/trail.html",
                   {"page": page, "check": check, "action": action,
                    "anchors": anchors, "anchor_error": anchor_error,
                    "fresh": fresh, "untimed": untimed,
                    "untimed_count": timestamps.pending().count() if untimed else 0,
-                   "fresh_now": timezone.now(),
+                   "fresh_now": timezone.now(), "witnesses": witnesses,
                    "signing_key": signing.current_public().id,
                    "keys_url": signing.KEYS_URL,
                    "tsa_url": settings.TRAIL_TSA_URL})

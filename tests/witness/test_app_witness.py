@@ -159,6 +159,59 @@ def test_a_restored_dump_is_named_by_the_witness(witnesses, api, manager):
         call_command("verify_trail", stdout=io.StringIO())
 
 
+def test_the_idle_tick_asks_the_witnesses_at_once_after_a_restore(witnesses):
+    """Beat's per-second tick, idle (no row since the restore): it compares
+    the database's tree with what the witnesses cosigned, as the shared cache
+    (outside the database) remembers it, and asks them at once, instead of
+    waiting for trail.witnesses (WITNESS_CHECK_SECONDS)."""
+    from casino.checkpoints import checkpoint_tick
+
+    write(4)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(5)
+    checkpoint_publish()
+    lost = ChangeLog.objects.count()
+    # all is well: the idle tick asks nobody
+    assert checkpoint_tick() == {"checkpoint": None, "witnesses": {}}
+    restore_to(old)
+    assert stop_reason_event() is None
+    out = checkpoint_tick()
+    assert out["checkpoint"] is None
+    assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
+    stop = stop_reason_event()
+    assert stop.kind == "behind"
+    assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
+            f"{lost:,}") in stop.detail
+    # the critical flag's row is checkpointed (and refused) once; then the
+    # idle ticks ask nobody (no evidence row a second at the witness)
+    assert checkpoint_tick()["checkpoint"] == old + 1
+    refused = len(witnesses[0].evidence())
+    assert checkpoint_tick() == {"checkpoint": None, "witnesses": {}}
+    assert len(witnesses[0].evidence()) == refused
+
+
+def test_a_forged_or_lost_hint_names_nothing(witnesses):
+    """The hint only makes the tick ask: a hint larger than anything the
+    witnesses cosigned costs one request and stops nothing; a hint lost (the
+    cache flushed) leaves the WITNESS_CHECK_SECONDS check."""
+    from django.core.cache import cache
+
+    from casino.checkpoints import checkpoint_tick
+    from casino.witness import WITNESSED_KEY
+
+    write(3)
+    checkpoint_publish()
+    size = ChangeLog.objects.count()
+    assert cache.get(WITNESSED_KEY) == {"epoch": 1, "size": size}
+    cache.set(WITNESSED_KEY, {"epoch": 1, "size": size + 50}, 60)
+    out = checkpoint_tick()
+    assert set(out["witnesses"].values()) == {f"cosigned {size}"}, out
+    assert stop_reason_event() is None
+    cache.delete(WITNESSED_KEY)
+    assert checkpoint_tick() == {"checkpoint": None, "witnesses": {}}
+
+
 def test_a_forked_chain_is_refused_by_the_witnesses(witnesses, settings):
     """Restored to an older state, then rewritten: new rows with the app's
     own keys (a stolen TRAIL_KEY and TRAIL_SIGNING_KEY could do no better)
