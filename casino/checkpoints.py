@@ -1,6 +1,6 @@
 """When checkpoints are made (casino/merkle.py) and pushed to the witnesses
 (casino/witness.py): beat runs `trail.checkpoint` every
-TRAIL_CHECKPOINT_SECONDS (1 s), which signs a checkpoint only if the log grew
+TRAIL_CHECKPOINT_SECONDS (0.5 s), which signs a checkpoint only if the log grew
 (idle: none) and pushes it; and `trail.witnesses` every
 WITNESS_CHECK_SECONDS, which brings a lagging witness up and asks each again
 (a witness that holds more than the database says so). When idle, the tick

@@ -400,7 +400,7 @@ TRAIL_ANCHOR_MINUTES = _minutes("TRAIL_ANCHOR_MINUTES", 15)
 TRAIL_LOG_ORIGIN = _read("TRAIL_LOG_ORIGIN", env.str,
                          default="chemmy-audit.invalid/trail").strip()
 # How often beat looks for new rows to checkpoint (seconds; idle: nothing).
-TRAIL_CHECKPOINT_SECONDS = _read("TRAIL_CHECKPOINT_SECONDS", env.float, default=1.0)
+TRAIL_CHECKPOINT_SECONDS = _read("TRAIL_CHECKPOINT_SECONDS", env.float, default=0.5)
 if not 0.2 <= TRAIL_CHECKPOINT_SECONDS <= 3600:
     raise ImproperlyConfigured(
         "Environment variable TRAIL_CHECKPOINT_SECONDS: from 0.2 to 3600")

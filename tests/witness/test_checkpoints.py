@@ -62,7 +62,7 @@ def test_beat_checkpoints_every_second_and_idle_signs_nothing(settings):
 
     entry = settings.CELERY_BEAT_SCHEDULE["trail-checkpoint"]
     assert entry["task"] == "trail.checkpoint"
-    assert entry["schedule"].total_seconds() == settings.TRAIL_CHECKPOINT_SECONDS == 1
+    assert entry["schedule"].total_seconds() == settings.TRAIL_CHECKPOINT_SECONDS == 0.5
     by_name("trail.checkpoint")  # registered
     write(2)
     assert checkpoint_tick()["checkpoint"] == ChangeLog.objects.count()
