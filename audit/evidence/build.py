@@ -23,6 +23,7 @@ build then finds it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import date
@@ -40,7 +41,7 @@ from tables.models import Table, TableDayRollup
 from . import signed
 from .ledger import CHILDREN, Keys, write_ledger
 from .outside import Written
-from .rows import LABELS, fields_of, keyed_rows
+from .rows import _ENCODE, LABELS, fields_of, keyed_rows
 from .select import Selection, period_select
 from .zipout import Bundle
 
@@ -59,7 +60,8 @@ class EvidenceError(Exception):
 
 
 def _line(obj) -> bytes:
-    return _dumps(obj).encode("utf-8") + b"\n"
+    # casino.trail._dumps's JSON, its encoder made once (not once a row)
+    return _ENCODE(obj).encode("utf-8") + b"\n"
 
 
 class _Progress:
@@ -85,26 +87,28 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     prog = _Progress(progress)
     prog.expected = sum(querysets[label].count() for label in LABELS)
     bundle = Bundle(path)
+    beside = None
     try:
         with bundle.part("ledger.jsonl") as part, _snapshot() as snapshot:
-            # the log's search for the segment's end, in the server, meanwhile
-            scan = _Scan(sel, querysets, snapshot) if snapshot else None
+            # the log's segment and parts, in a process of their own meanwhile
+            beside = _Beside.start(sel, querysets, snapshot, path)
             members = write_ledger(part, querysets, sel.sessions, prog.step)
+            if beside is not None:
+                beside.imported()  # the snapshot outlives its import
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
                 part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
                            .encode())
-        windows, anchors = _windows(sel, members, scan.result() if scan else None)
-        prog.expected += sum(_count(w) for w in windows)
-        written = Written(members)
-        try:
-            with bundle.part("log.jsonl") as part:
-                for window in windows:
-                    _write_log(part, window, prog, written)
-            with bundle.part("outside.jsonl") as part:
-                written.write(part)
-        finally:
-            written.close()
+        if beside is not None:
+            windows, anchors, parts = beside.result()
+            logged = parts["log.jsonl"]["lines"]
+            prog.expected += logged
+            bundle.adopt(beside.path, parts)
+            prog.step(logged)
+        else:
+            windows, anchors = _windows(sel, members)
+            prog.expected += sum(_count(w) for w in windows)
+            _log_parts(bundle, windows, members, prog)
         with bundle.part("anchors.jsonl") as part:
             for anchor in anchors:
                 part.write(_line(anchor))
@@ -126,8 +130,26 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
             part.write(_dumps(manifest).encode("utf-8") + b"\n")
     finally:
         bundle.close()
+        if beside is not None:
+            beside.close()
     prog.end()
     return manifest
+
+
+def _log_parts(bundle: Bundle, windows: list[dict], members: dict,
+               prog: _Progress) -> int:
+    """log.jsonl (the windows' rows) and outside.jsonl; the log rows
+    written."""
+    written = Written(members)
+    try:
+        with bundle.part("log.jsonl") as part:
+            for window in windows:
+                _write_log(part, window, prog, written)
+        with bundle.part("outside.jsonl") as part:
+            written.write(part)
+    finally:
+        written.close()
+    return bundle.parts["log.jsonl"]["lines"]
 
 
 @contextmanager
@@ -143,49 +165,132 @@ def _snapshot():
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
                                "READ ONLY")
                 cursor.execute("SELECT pg_export_snapshot()")
-                yield cursor.fetchone()[0]  # for _Scan: the very same rows
+                yield cursor.fetchone()[0]  # for _Beside: the very same rows
         else:
             yield None
 
 
 # -- the log segment ----------------------------------------------------------------
 
-class _Scan:
-    """`_writers` in a thread of its own, with its own connection in the
-    ledger's snapshot (PostgreSQL's exported snapshot: the same rows), while
-    the ledger part is written: the search is the server's work (a pass over
-    the log's ledger maps), so the two overlap on two cores. Its members are
-    the ledger part's rows, read by their pks."""
+class _Beside:
+    """The log's segment and parts, built in a forked process while this one
+    writes the ledger part: the search for the segment's end (the server's
+    work, in the ledger's snapshot: PostgreSQL's exported snapshot, the
+    same rows), then log.jsonl and outside.jsonl, into a ZIP of its own whose
+    members the bundle adopts as they are (zipout.py `adopt`): the same
+    bytes as when they are written in line, on two cores instead of one
+    (issue 34 item 6; tests/evidence/test_build_paths.py). Taken only
+    outside a caller's transaction (`snapshot`), where fork is available;
+    otherwise everything is built in line."""
 
-    def __init__(self, sel: Selection, querysets: dict, snapshot: str):
-        import threading
+    def __init__(self, process, pipe, path: Path):
+        self.process, self.pipe, self.path = process, pipe, path
+        self.got: list = []
 
-        self.sel, self.querysets, self.snapshot = sel, querysets, snapshot
-        self.out, self.error = None, None
-        self.thread = threading.Thread(target=self.run, name="evidence-scan")
-        self.thread.start()
+    @classmethod
+    def start(cls, sel: Selection, querysets: dict, snapshot: str | None,
+              out: Path) -> _Beside | None:
+        import multiprocessing
+        import tempfile
 
-    def run(self) -> None:
+        if not snapshot or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        fork = multiprocessing.get_context("fork")
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}-log-", suffix=".zip",
+                                        dir=out.parent)
+        os.close(handle)
+        mine, theirs = fork.Pipe(duplex=False)
+        process = fork.Process(target=_beside, name="evidence-log", daemon=True,
+                               args=(sel, querysets, snapshot, Path(name), theirs))
         try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
-                               "READ ONLY")
-                cursor.execute("SET TRANSACTION SNAPSHOT %s", [self.snapshot])
-                members = {label: _pks(label, self.querysets[label])
-                           for label in LABELS if label not in CHILDREN}
-                opened = _opened(self.sel)
-                self.out = (opened, *_writers(opened, members)) if (
-                    opened is not None) else None
-        except Exception as exc:  # noqa: BLE001 - raised again in the builder
-            self.error = exc
-        finally:
-            connection.close()  # this thread's own
+            process.start()
+        except (OSError, AssertionError):  # no fork here (a daemon's child)
+            Path(name).unlink(missing_ok=True)
+            return None
+        theirs.close()
+        return cls(process, mine, Path(name))
 
-    def result(self):
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.out
+    def _next(self):
+        try:
+            message = self.pipe.recv()
+        except EOFError:
+            self.process.join()
+            raise EvidenceError("the process writing the log part ended with "
+                                f"status {self.process.exitcode}") from None
+        if message[0] == "error":
+            raise message[1]
+        return message
+
+    def imported(self) -> None:
+        """Wait until the process holds the snapshot (it is the ledger
+        transaction's, and ends with it)."""
+        message = self._next()
+        assert message[0] == "imported", message
+
+    def result(self) -> tuple[list[dict], list[dict], dict]:
+        message = self._next()
+        assert message[0] == "done", message
+        self.process.join()
+        return message[1:]
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+        self.pipe.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _beside(sel: Selection, querysets: dict, snapshot: str, path: Path,
+            pipe) -> None:
+    """The forked process's work (_Beside): messages ("imported"), then
+    ("done", windows, anchors, its parts' summaries) or ("error",
+    exception)."""
+    from django.db import connections
+
+    # The parent's connections are the parent's: this process opens its
+    # own, and never closes theirs (that would end the parent's session);
+    # multiprocessing leaves by os._exit, so no finalizer closes them either.
+    for inherited in connections.all(initialized_only=True):
+        _INHERITED.append(inherited)
+        del connections[inherited.alias]
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                           "READ ONLY")
+            cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot])
+            pipe.send(("imported",))
+            members = {label: _pks(label, querysets[label])
+                       for label in LABELS if label not in CHILDREN}
+            opened = _opened(sel)
+            scanned = (opened, *_writers(opened, members)) if (
+                opened is not None) else None
+        windows, anchors = _windows(sel, members, scanned)
+        bundle = Bundle(path)
+        try:
+            _log_parts(bundle, windows, members, _Progress(None))
+        finally:
+            bundle.close()
+        pipe.send(("done", windows, anchors, dict(bundle.parts)))
+    except BaseException as exc:  # noqa: BLE001 - raised again in the parent
+        pipe.send(("error", _portable(exc)))
+    finally:
+        pipe.close()
+        connections.close_all()  # this process's own
+
+
+_INHERITED: list = []
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception as the parent can receive it (pickled): itself, or an
+    EvidenceError with its message."""
+    import pickle
+
+    try:
+        return pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any exception that does not pickle
+        return EvidenceError(f"{type(exc).__name__}: {exc}")
 
 
 def _pks(label: str, queryset) -> Keys:

@@ -1,10 +1,11 @@
 """The build's PostgreSQL paths (issue 34 item 6): the server writes times,
 dates and decimals as the trail's text, and the log's search for the
-segment's end runs in a thread of its own in the ledger's exported snapshot
-while the ledger part is written. Outside a caller's transaction (as
-`manage.py evidence` and the report worker build) both are taken; inside one
-(as the test suite's other bundles are built) the scan runs in line. The two
-give the same bytes, and the bundle verifies."""
+segment's end and the log's parts are built in a forked process of their
+own, the search in the ledger's exported snapshot, while the ledger part is
+written. Outside a caller's transaction (as `manage.py evidence` and the
+report worker build) both are taken; inside one (as the test suite's other
+bundles are built) everything runs in line. The two give the same bytes,
+and the bundle verifies."""
 
 from __future__ import annotations
 
@@ -25,21 +26,23 @@ def test_the_scan_beside_the_ledger_gives_the_same_bundle(
     assert connection.vendor == "postgresql"
     simulate(user=croupier, tables=2, shoes=1, seed=7)
     days = sorted(set(Coup.objects.values_list("gaming_day", flat=True)))
-    scans = []
-    real = build_module._Scan
+    started = []
+    real = build_module._Beside.start
 
     def counted(*args):
-        scans.append(args[2])  # the exported snapshot's id
-        return real(*args)
+        started.append(real(*args))  # None: not started
+        return started[-1]
 
-    monkeypatch.setattr(build_module, "_Scan", counted)
+    monkeypatch.setattr(build_module._Beside, "start", counted)
     beside = tmp_path / "beside.zip"
     evidence_build(from_day=days[0], to_day=days[-1], path=beside)
-    assert len(scans) == 1 and scans[0]
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].process.exitcode == 0
+    assert not started[0].path.exists()  # its own ZIP, removed once adopted
     in_line = tmp_path / "in-line.zip"
     with transaction.atomic():
         evidence_build(from_day=days[0], to_day=days[-1], path=in_line)
-    assert len(scans) == 1
+    assert started[1] is None
     assert beside.read_bytes() == in_line.read_bytes()
     done = verify(beside, "--public-key", str(signing_key))
     assert done.returncode == 0, done.stdout + done.stderr
