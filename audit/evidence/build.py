@@ -137,14 +137,23 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
 
 
 def _log_parts(bundle: Bundle, windows: list[dict], members: dict,
-               prog: _Progress) -> int:
+               prog: _Progress, ahead=None) -> int:
     """log.jsonl (the windows' rows) and outside.jsonl; the log rows
-    written."""
-    written = Written(members)
+    written. `ahead`: (first, last, lines file, Written) of rows already
+    read (_Ahead), all inside one window."""
+    written = Written(members) if ahead is None else ahead[3]
     try:
         with bundle.part("log.jsonl") as part:
             for window in windows:
-                _write_log(part, window, prog, written)
+                first, last = window["first"], window["last"]
+                if ahead is None or not first <= ahead[0] <= last:
+                    _log_rows(part, first, last, prog, written)
+                    continue
+                _log_rows(part, first, ahead[0] - 1, prog, written)
+                with open(ahead[2], "rb") as lines:
+                    while block := lines.read(1 << 20):
+                        part.write(block)
+                _log_rows(part, ahead[1] + 1, last, prog, written)
         with bundle.part("outside.jsonl") as part:
             written.write(part)
     finally:
@@ -254,32 +263,154 @@ def _beside(sel: Selection, querysets: dict, snapshot: str, path: Path,
     for inherited in connections.all(initialized_only=True):
         _INHERITED.append(inherited)
         del connections[inherited.alias]
+    ahead = None
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
-                           "READ ONLY")
-            cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot])
-            pipe.send(("imported",))
-            members = {label: _pks(label, querysets[label])
-                       for label in LABELS if label not in CHILDREN}
-            opened = _opened(sel)
-            scanned = (opened, *_writers(opened, members)) if (
-                opened is not None) else None
+        # the search for the segment's end, in the snapshot, is the server's
+        # work: meanwhile the log rows it will surely hold are read (_Ahead)
+        scan = _Thread(_scan, sel, querysets, snapshot)
+        members, opened, surely = scan.ready()
+        pipe.send(("imported",))
+        if opened is not None and surely is not None and surely >= opened:
+            ahead = _Ahead(path, members, opened, surely)
+        scanned = scan.result()
         windows, anchors = _windows(sel, members, scanned)
         bundle = Bundle(path)
         try:
-            _log_parts(bundle, windows, members, _Progress(None))
+            _log_parts(bundle, windows, members, _Progress(None),
+                       ahead and ahead.taken())
         finally:
             bundle.close()
         pipe.send(("done", windows, anchors, dict(bundle.parts)))
     except BaseException as exc:  # noqa: BLE001 - raised again in the parent
         pipe.send(("error", _portable(exc)))
     finally:
+        if ahead is not None:
+            ahead.close()
         pipe.close()
         connections.close_all()  # this process's own
 
 
 _INHERITED: list = []
+
+
+@contextmanager
+def _imported(snapshot: str):
+    """A read-only transaction in the ledger's snapshot (exported by the
+    builder's: the very same rows)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                       "READ ONLY")
+        cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot])
+        yield
+
+
+def _surely(sel: Selection) -> int | None:
+    """The latest log row writing any of the period's sessions: the main
+    window holds every row up to it (it runs from the row that opened the
+    first to the latest naming any bundle row)."""
+    return Seal.objects.filter(
+        label="tables.tablesession", key__in=[str(s) for s in sel.sessions]
+    ).aggregate(m=Max("log_id"))["m"]
+
+
+def _scan(sel: Selection, querysets: dict, snapshot: str, ready):
+    """In the snapshot: the bundle's rows' pks, the row that opened its
+    first session and the latest writing any of them, given to `ready` as
+    soon as known; then (opened, latest, found) for _windows (None when no
+    row opened the period's sessions)."""
+    try:
+        with _imported(snapshot):
+            members = {label: _pks(label, querysets[label])
+                       for label in LABELS if label not in CHILDREN}
+            opened = _opened(sel)
+            ready((members, opened, _surely(sel)))
+            if opened is None:
+                return None
+            return (opened, *_writers(opened, members))
+    finally:
+        connection.close()  # the thread's own
+
+
+class _Thread:
+    """`_scan` in a thread (its own database connection): `ready()` waits
+    for what it gives first, `result()` for its end; both raise what it
+    raised."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self.out = self.error = self.first = None
+        self.event = threading.Event()
+
+        def given(value):
+            self.first = value
+            self.event.set()
+
+        def run():
+            try:
+                self.out = fn(*args, given)
+            except BaseException as exc:  # noqa: BLE001 - raised in result()
+                self.error = exc
+            finally:
+                self.event.set()
+
+        self.thread = threading.Thread(target=run, name="evidence-scan")
+        self.thread.start()
+
+    def ready(self):
+        self.event.wait()
+        if self.first is None:
+            self.result()  # raises the thread's error
+        return self.first
+
+    def result(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.out
+
+
+class _Ahead:
+    """Log rows `first`..`last`, read while the segment's end is searched
+    for: their lines in a file, their entries in a `Written`, for
+    _log_parts to take in their place in the part."""
+
+    def __init__(self, out: Path, members: dict, first: int, last: int):
+        import tempfile
+
+        self.first, self.last = first, last
+        self.written = Written(members)
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}-ahead-",
+                                        dir=out.parent)
+        self.path = Path(name)
+        with os.fdopen(handle, "wb") as f:
+            lines = _Buffered(f)
+            _log_rows(lines, first, last, _Progress(None), self.written)
+            lines.flush()
+
+    def taken(self) -> tuple:
+        return self.first, self.last, self.path, self.written
+
+    def close(self) -> None:
+        self.written.close()
+        self.path.unlink(missing_ok=True)
+
+
+class _Buffered:
+    """Lines gathered into 1 MB writes."""
+
+    def __init__(self, f):
+        self.f, self.pending, self.size = f, [], 0
+
+    def write(self, data: bytes) -> None:
+        self.pending.append(data)
+        self.size += len(data)
+        if self.size >= 1 << 20:
+            self.flush()
+
+    def flush(self) -> None:
+        self.f.write(b"".join(self.pending))
+        self.pending, self.size = [], 0
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -434,10 +565,16 @@ def _pages(first: int, last: int | None, *fields: str):
 
 
 def _write_log(part, window: dict, prog: _Progress, written: Written) -> None:
+    _log_rows(part, window["first"], window["last"], prog, written)
+
+
+def _log_rows(part, first: int, last: int, prog: _Progress,
+              written: Written) -> None:
+    """Log rows first..last, written to `part` (anything with `write`)."""
     pages = (_pages_pg if connection.vendor == "postgresql" else _pages_orm)
-    for page in pages(window["first"], window["last"]):
+    for page in pages(first, last):
         for row in page:
-            written.add(row["ledger"])
+            written.add(row["ledger"], row["id"])
             part.write(_line(row))
         prog.step(len(page))
 

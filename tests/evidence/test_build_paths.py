@@ -34,11 +34,23 @@ def test_the_scan_beside_the_ledger_gives_the_same_bundle(
         return started[-1]
 
     monkeypatch.setattr(build_module._Beside, "start", counted)
+    # the rows read while the segment's end is searched for: in the forked
+    # process, which says so in a file
+    read_ahead = tmp_path / "ahead"
+    real_ahead = build_module._Ahead.__init__
+
+    def noted(self, out, members, first, last):
+        real_ahead(self, out, members, first, last)
+        read_ahead.write_text(f"{first} {last}")
+
+    monkeypatch.setattr(build_module._Ahead, "__init__", noted)
     beside = tmp_path / "beside.zip"
     evidence_build(from_day=days[0], to_day=days[-1], path=beside)
     assert len(started) == 1 and started[0] is not None
     assert started[0].process.exitcode == 0
     assert not started[0].path.exists()  # its own ZIP, removed once adopted
+    first, last = map(int, read_ahead.read_text().split())
+    assert last > first  # rows were read ahead, and taken in their place
     in_line = tmp_path / "in-line.zip"
     with transaction.atomic():
         evidence_build(from_day=days[0], to_day=days[-1], path=in_line)
