@@ -94,7 +94,9 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
             beside = _Beside.start(sel, querysets, snapshot, path)
             members = write_ledger(part, querysets, sel.sessions, prog.step)
             if beside is not None:
-                beside.imported()  # the snapshot outlives its import
+                span = beside.imported()  # the snapshot outlives its import
+        if beside is not None:
+            beside.share(members, span)  # the log rows it has not reached yet
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
                 part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
@@ -150,9 +152,16 @@ def _log_parts(bundle: Bundle, windows: list[dict], members: dict,
                     _log_rows(part, first, last, prog, written)
                     continue
                 _log_rows(part, first, ahead[0] - 1, prog, written)
-                with open(ahead[2], "rb") as lines:
-                    while block := lines.read(1 << 20):
-                        part.write(block)
+                for name, _lo, _hi, at, size in ahead[2]:
+                    with open(name, "rb") as lines:
+                        lines.seek(at)
+                        while size > 0:
+                            block = lines.read(min(size, 1 << 20))
+                            if not block:
+                                raise EvidenceError("a log file read ahead "
+                                                    "ends early")
+                            part.write(block)
+                            size -= len(block)
                 _log_rows(part, ahead[1] + 1, last, prog, written)
         with bundle.part("outside.jsonl") as part:
             written.write(part)
@@ -192,9 +201,10 @@ class _Beside:
     outside a caller's transaction (`snapshot`), where fork is available;
     otherwise everything is built in line."""
 
-    def __init__(self, process, pipe, path: Path):
+    def __init__(self, process, pipe, path: Path, pages, tail):
         self.process, self.pipe, self.path = process, pipe, path
-        self.got: list = []
+        self.pages, self.tail = pages, tail
+        self.mine: _Ahead | None = None
 
     @classmethod
     def start(cls, sel: Selection, querysets: dict, snapshot: str | None,
@@ -209,15 +219,19 @@ class _Beside:
                                         dir=out.parent)
         os.close(handle)
         mine, theirs = fork.Pipe(duplex=False)
+        tail_in, tail = fork.Pipe(duplex=False)  # the parent's pages, to it
+        pages = _Pages(fork)
         process = fork.Process(target=_beside, name="evidence-log", daemon=True,
-                               args=(sel, querysets, snapshot, Path(name), theirs))
+                               args=(sel, querysets, snapshot, Path(name), theirs,
+                                     pages, tail_in))
         try:
             process.start()
         except (OSError, AssertionError):  # no fork here (a daemon's child)
             Path(name).unlink(missing_ok=True)
             return None
         theirs.close()
-        return cls(process, mine, Path(name))
+        tail_in.close()
+        return cls(process, mine, Path(name), pages, tail)
 
     def _next(self):
         try:
@@ -230,11 +244,24 @@ class _Beside:
             raise message[1]
         return message
 
-    def imported(self) -> None:
+    def imported(self) -> tuple:
         """Wait until the process holds the snapshot (it is the ledger
-        transaction's, and ends with it)."""
+        transaction's, and ends with it); the log rows it reads ahead."""
         message = self._next()
         assert message[0] == "imported", message
+        return message[1:]
+
+    def share(self, members: dict, span: tuple) -> None:
+        """This process's share of the rows read ahead: the pages the other
+        has not reached, from the last back (_Pages), their lines in a
+        file of their own; then handed to it ("tail")."""
+        first, last = span
+        if first is not None:
+            self.mine = _Ahead(self.path, members, first, last, self.pages.back)
+        try:
+            self.tail.send(self.mine.handed() if self.mine else None)
+        except (BrokenPipeError, OSError):
+            pass  # it ended: result() says why
 
     def result(self) -> tuple[list[dict], list[dict], dict]:
         message = self._next()
@@ -247,14 +274,17 @@ class _Beside:
             self.process.terminate()
         self.process.join()
         self.pipe.close()
+        self.tail.close()
         self.path.unlink(missing_ok=True)
+        if self.mine is not None:
+            self.mine.close()
 
 
 def _beside(sel: Selection, querysets: dict, snapshot: str, path: Path,
-            pipe) -> None:
-    """The forked process's work (_Beside): messages ("imported"), then
-    ("done", windows, anchors, its parts' summaries) or ("error",
-    exception)."""
+            pipe, pages: _Pages, tail) -> None:
+    """The forked process's work (_Beside): messages ("imported", first,
+    last) with the rows read ahead, then ("done", windows, anchors, its
+    parts' summaries) or ("error", exception)."""
     from django.db import connections
 
     # The parent's connections are the parent's: this process opens its
@@ -269,9 +299,16 @@ def _beside(sel: Selection, querysets: dict, snapshot: str, path: Path,
         # work: meanwhile the log rows it will surely hold are read (_Ahead)
         scan = _Thread(_scan, sel, querysets, snapshot)
         members, opened, surely = scan.ready()
-        pipe.send(("imported",))
+        span = (None, None)
         if opened is not None and surely is not None and surely >= opened:
-            ahead = _Ahead(path, members, opened, surely)
+            span = (opened, surely)
+            pages.count(opened, surely)
+        pipe.send(("imported", *span))
+        if span[0] is not None:
+            ahead = _Ahead(path, members, *span, pages.front)
+        handed = tail.recv()  # the builder's share, from the end
+        if ahead is not None and handed is not None:
+            ahead.join(handed)
         scanned = scan.result()
         windows, anchors = _windows(sel, members, scanned)
         bundle = Bundle(path)
@@ -370,26 +407,79 @@ class _Thread:
         return self.out
 
 
-class _Ahead:
-    """Log rows `first`..`last`, read while the segment's end is searched
-    for: their lines in a file, their entries in a `Written`, for
-    _log_parts to take in their place in the part."""
+class _Pages:
+    """The log rows read ahead, `first`..`last`, in pages of PAGE ids shared
+    by the two processes: the log's process takes them from the first on
+    (`front`), the builder, its ledger part written, from the last back
+    (`back`), until they meet. Each page is taken once."""
 
-    def __init__(self, out: Path, members: dict, first: int, last: int):
+    def __init__(self, context):
+        self.ends = context.Array("q", [0, -1, 0, 0])  # next front, next back
+
+    def count(self, first: int, last: int) -> None:
+        with self.ends.get_lock():
+            self.ends[:] = [0, (last - first) // PAGE, first, last]
+
+    def _take(self, at: int, step: int) -> tuple[int, int] | None:
+        with self.ends.get_lock():
+            front, back, first, last = self.ends[:]
+            if front > back:
+                return None
+            page = self.ends[at]
+            self.ends[at] = page + step
+        lo = first + page * PAGE
+        return lo, min(lo + PAGE - 1, last)
+
+    def front(self):
+        return self._take(0, 1)
+
+    def back(self):
+        return self._take(1, -1)
+
+
+PAGE = 20000  # log ids a page of the rows read ahead
+
+
+class _Ahead:
+    """Log rows of `first`..`last` read ahead (while the segment's end is
+    searched for, or by the builder once its ledger part is written), page
+    by page as `take` gives them: their lines in a file, their entries in a
+    `Written`. `segments` are (row from, row to, offset, length) in that
+    file, in the order taken; _log_parts writes them in the log's order."""
+
+    def __init__(self, out: Path, members: dict, first: int, last: int, take):
         import tempfile
 
         self.first, self.last = first, last
         self.written = Written(members)
+        self.segments: list[tuple[str, int, int, int, int]] = []
         handle, name = tempfile.mkstemp(prefix=f".{out.name}-ahead-",
                                         dir=out.parent)
         self.path = Path(name)
         with os.fdopen(handle, "wb") as f:
             lines = _Buffered(f)
-            _log_rows(lines, first, last, _Progress(None), self.written)
+            while (page := take()) is not None:
+                at = lines.tell()
+                _log_rows(lines, *page, _Progress(None), self.written)
+                self.segments.append((str(self.path), *page, at,
+                                      lines.tell() - at))
             lines.flush()
+        self.others: list[Path] = []
+
+    def handed(self) -> tuple:
+        """What the other process needs to take these rows in: the
+        segments, and the index of their entries (committed, closed)."""
+        self.written.commit()
+        return self.segments, str(self.written.file)
+
+    def join(self, handed: tuple) -> None:
+        segments, index = handed
+        self.segments += segments
+        self.written.merge(Path(index))
 
     def taken(self) -> tuple:
-        return self.first, self.last, self.path, self.written
+        return self.first, self.last, sorted(self.segments, key=lambda s: s[1]), (
+            self.written)
 
     def close(self) -> None:
         self.written.close()
@@ -400,13 +490,17 @@ class _Buffered:
     """Lines gathered into 1 MB writes."""
 
     def __init__(self, f):
-        self.f, self.pending, self.size = f, [], 0
+        self.f, self.pending, self.size, self.written = f, [], 0, 0
 
     def write(self, data: bytes) -> None:
         self.pending.append(data)
         self.size += len(data)
+        self.written += len(data)
         if self.size >= 1 << 20:
             self.flush()
+
+    def tell(self) -> int:
+        return self.written
 
     def flush(self) -> None:
         self.f.write(b"".join(self.pending))

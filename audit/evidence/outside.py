@@ -56,8 +56,8 @@ class Written:
         self.parents = {label: _parent_label(label) for label in LABELS}
         self.holders: dict[str, object] = {}
         self.folder = tempfile.TemporaryDirectory(prefix="evidence-outside-")
-        self.db = sqlite3.connect(Path(self.folder.name) / "w.sqlite",
-                                  isolation_level=None)
+        self.file = Path(self.folder.name) / "w.sqlite"
+        self.db = sqlite3.connect(self.file, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = OFF")
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.execute("CREATE TABLE w (label TEXT, key TEXT, after TEXT, "
@@ -104,6 +104,29 @@ class Written:
                                     type(entry) is list, rid))
         if len(pending) >= 20000:
             self._flush()
+
+    def commit(self) -> None:
+        """Everything written to the file, for another process to merge."""
+        self._flush()
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+
+    def merge(self, other: Path) -> None:
+        """Another Written's entries (another process's, committed), the
+        latest write of each row winning as in `_flush`."""
+        self._flush()
+        self.db.execute("COMMIT")  # ATTACH is refused inside a transaction
+        self.db.execute("ATTACH DATABASE ? AS other", (str(other),))
+        self.db.execute("BEGIN")
+        self.db.execute(
+            "INSERT INTO w SELECT label, key, after, updatable, rid FROM other.w "
+            "WHERE true ON CONFLICT (label, key) DO UPDATE SET after = CASE WHEN "
+            "excluded.rid >= rid THEN excluded.after ELSE after END, "
+            "rid = max(rid, excluded.rid), "
+            "updatable = max(updatable, excluded.updatable)")
+        self.db.execute("COMMIT")
+        self.db.execute("DETACH DATABASE other")
+        self.db.execute("BEGIN")
 
     def _flush(self) -> None:
         # a later write of the same row (by the log's order, whatever the
