@@ -28,8 +28,12 @@ is built (`evidence_build`, timed, its process's peak memory) and the
 verifier run as the regulator runs it (its own Python, `/usr/bin/time` for
 its peak memory). Prints, and writes to var/bench/evidence.json: coups, log
 rows, the bundle's bytes, build and verify seconds (wall and CPU: the machine
-is shared, and the CPU time is what the work costs), peak memories, and the
-load average before, between and after.
+is shared, and the CPU time is what the work costs; per coup too), peak
+memories, and the load average before, between and after. Both use two
+processes (issue 34 item 6): the build writes the log's parts in a forked
+one beside the ledger part, the verifier re-settles in another while its
+main one checks the log and rows, then joins it; /usr/bin/time's CPU
+counts both, and the peak memory is the larger process's.
 """
 
 from __future__ import annotations
@@ -253,6 +257,11 @@ def measure(days: int, end: date) -> dict:
         "verify_seconds": round(verify, 1), "verify_cpu_seconds": verify_cpu,
         "verify_peak_rss_mb": verify_kb // 1024,
         "verify_index": index.removeprefix("Note: "),
+        # per coup, to compare periods of other sizes (issue 34 item 6: a
+        # month of 40 tables is ~940k coups); the build's CPU is its own
+        # processes', not the database server's
+        "build_cpu_us_per_coup": round(build_cpu * 1e6 / max(coups, 1)),
+        "verify_cpu_us_per_coup": round(verify_cpu * 1e6 / max(coups, 1)),
         "load_1m": [round(load_before, 2), round(load_mid, 2),
                     round(os.getloadavg()[0], 2)],
     }

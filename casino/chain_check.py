@@ -45,6 +45,9 @@ class ChainBroken(AnchorError):
         self.row, self.problem = row, problem
         super().__init__(f"nothing was signed: trail row {row}: {problem}")
 
+    def __reduce__(self):  # sent whole from the process building a log part
+        return type(self), (self.row, self.problem)
+
 
 def checkpoint() -> tuple[int, str, str]:
     """(row, hash, link) where the last check ended: the newest anchor

@@ -46,8 +46,9 @@ What it checks, in order:
    bank along its banker turn: totals, outcome, choices, coverage, garage,
    commission, bank after, each stake's covered/declined/payout, findings,
    cards left, gaming day; then each turn's, shoe's and count's totals
-   (in `--jobs` processes, a share of the sessions each, while the main
-   one does steps 1-4: evidence_verifier/resettle.py);
+   (in `--jobs` processes while the main one does steps 1-4, which then
+   joins them: each session taken by the first process to reach it,
+   evidence_verifier/resettle.py);
 6. the commission report: its stamp's signature; that the stamp names the
    anchor closing the bundle, its period and its tables (a report of
    another head of the log is not this bundle's); its rows' digest; and
@@ -165,8 +166,8 @@ def arguments(argv=None) -> argparse.Namespace:
                    "bundle that needs more is refused (exit 2)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="processes re-settling the coups beside the one checking "
-                   "the log and the rows (default: one per CPU, at most 4; 0: "
-                   "all in this one)")
+                   "the log and the rows, which joins them when done (default: "
+                   "one per CPU but one, at most 3; 0: all in this one)")
     p.add_argument("--debug", action="store_true",
                    help="a malformed bundle's error with its traceback (for this "
                    "program's maintainers)")

@@ -23,6 +23,7 @@ build then finds it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import date
@@ -40,7 +41,7 @@ from tables.models import Table, TableDayRollup
 from . import signed
 from .ledger import CHILDREN, Keys, write_ledger
 from .outside import Written
-from .rows import LABELS, fields_of, keyed_rows
+from .rows import _ENCODE, LABELS, fields_of, keyed_rows
 from .select import Selection, period_select
 from .zipout import Bundle
 
@@ -59,7 +60,8 @@ class EvidenceError(Exception):
 
 
 def _line(obj) -> bytes:
-    return _dumps(obj).encode("utf-8") + b"\n"
+    # casino.trail._dumps's JSON, its encoder made once (not once a row)
+    return _ENCODE(obj).encode("utf-8") + b"\n"
 
 
 class _Progress:
@@ -85,26 +87,30 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
     prog = _Progress(progress)
     prog.expected = sum(querysets[label].count() for label in LABELS)
     bundle = Bundle(path)
+    beside = None
     try:
         with bundle.part("ledger.jsonl") as part, _snapshot() as snapshot:
-            # the log's search for the segment's end, in the server, meanwhile
-            scan = _Scan(sel, querysets, snapshot) if snapshot else None
+            # the log's segment and parts, in a process of their own meanwhile
+            beside = _Beside.start(sel, querysets, snapshot, path)
             members = write_ledger(part, querysets, sel.sessions, prog.step)
+            if beside is not None:
+                span = beside.imported()  # the snapshot outlives its import
+        if beside is not None:
+            beside.share(members, span)  # the log rows it has not reached yet
         with bundle.part("context.jsonl") as part:
             for _key, pk, row in keyed_rows("audit.flag", querysets["audit.flag"]):
                 part.write(f'{{"id":{pk},"label":"audit.flag","row":{row}}}\n'
                            .encode())
-        windows, anchors = _windows(sel, members, scan.result() if scan else None)
-        prog.expected += sum(_count(w) for w in windows)
-        written = Written(members)
-        try:
-            with bundle.part("log.jsonl") as part:
-                for window in windows:
-                    _write_log(part, window, prog, written)
-            with bundle.part("outside.jsonl") as part:
-                written.write(part)
-        finally:
-            written.close()
+        if beside is not None:
+            windows, anchors, parts = beside.result()
+            logged = parts["log.jsonl"]["lines"]
+            prog.expected += logged
+            bundle.adopt(beside.path, parts)
+            prog.step(logged)
+        else:
+            windows, anchors = _windows(sel, members)
+            prog.expected += sum(_count(w) for w in windows)
+            _log_parts(bundle, windows, members, prog)
         with bundle.part("anchors.jsonl") as part:
             for anchor in anchors:
                 part.write(_line(anchor))
@@ -126,8 +132,42 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
             part.write(_dumps(manifest).encode("utf-8") + b"\n")
     finally:
         bundle.close()
+        if beside is not None:
+            beside.close()
     prog.end()
     return manifest
+
+
+def _log_parts(bundle: Bundle, windows: list[dict], members: dict,
+               prog: _Progress, ahead=None) -> int:
+    """log.jsonl (the windows' rows) and outside.jsonl; the log rows
+    written. `ahead`: (first, last, lines file, Written) of rows already
+    read (_Ahead), all inside one window."""
+    written = Written(members) if ahead is None else ahead[3]
+    try:
+        with bundle.part("log.jsonl") as part:
+            for window in windows:
+                first, last = window["first"], window["last"]
+                if ahead is None or not first <= ahead[0] <= last:
+                    _log_rows(part, first, last, prog, written)
+                    continue
+                _log_rows(part, first, ahead[0] - 1, prog, written)
+                for name, _lo, _hi, at, size in ahead[2]:
+                    with open(name, "rb") as lines:
+                        lines.seek(at)
+                        while size > 0:
+                            block = lines.read(min(size, 1 << 20))
+                            if not block:
+                                raise EvidenceError("a log file read ahead "
+                                                    "ends early")
+                            part.write(block)
+                            size -= len(block)
+                _log_rows(part, ahead[1] + 1, last, prog, written)
+        with bundle.part("outside.jsonl") as part:
+            written.write(part)
+    finally:
+        written.close()
+    return bundle.parts["log.jsonl"]["lines"]
 
 
 @contextmanager
@@ -143,49 +183,339 @@ def _snapshot():
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
                                "READ ONLY")
                 cursor.execute("SELECT pg_export_snapshot()")
-                yield cursor.fetchone()[0]  # for _Scan: the very same rows
+                yield cursor.fetchone()[0]  # for _Beside: the very same rows
         else:
             yield None
 
 
 # -- the log segment ----------------------------------------------------------------
 
-class _Scan:
-    """`_writers` in a thread of its own, with its own connection in the
-    ledger's snapshot (PostgreSQL's exported snapshot: the same rows), while
-    the ledger part is written: the search is the server's work (a pass over
-    the log's ledger maps), so the two overlap on two cores. Its members are
-    the ledger part's rows, read by their pks."""
+class _Beside:
+    """The log's segment and parts, built in a forked process while this one
+    writes the ledger part: the search for the segment's end (the server's
+    work, in the ledger's snapshot: PostgreSQL's exported snapshot, the
+    same rows), then log.jsonl and outside.jsonl, into a ZIP of its own whose
+    members the bundle adopts as they are (zipout.py `adopt`): the same
+    bytes as when they are written in line, on two cores instead of one
+    (issue 34 item 6; tests/evidence/test_build_paths.py). Taken only
+    outside a caller's transaction (`snapshot`), where fork is available;
+    otherwise everything is built in line."""
 
-    def __init__(self, sel: Selection, querysets: dict, snapshot: str):
+    def __init__(self, process, pipe, path: Path, pages, tail):
+        self.process, self.pipe, self.path = process, pipe, path
+        self.pages, self.tail = pages, tail
+        self.mine: _Ahead | None = None
+
+    @classmethod
+    def start(cls, sel: Selection, querysets: dict, snapshot: str | None,
+              out: Path) -> _Beside | None:
+        import multiprocessing
+        import tempfile
+
+        if not snapshot or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        fork = multiprocessing.get_context("fork")
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}-log-", suffix=".zip",
+                                        dir=out.parent)
+        os.close(handle)
+        mine, theirs = fork.Pipe(duplex=False)
+        tail_in, tail = fork.Pipe(duplex=False)  # the parent's pages, to it
+        pages = _Pages(fork)
+        process = fork.Process(target=_beside, name="evidence-log", daemon=True,
+                               args=(sel, querysets, snapshot, Path(name), theirs,
+                                     pages, tail_in))
+        try:
+            process.start()
+        except (OSError, AssertionError):  # no fork here (a daemon's child)
+            Path(name).unlink(missing_ok=True)
+            return None
+        theirs.close()
+        tail_in.close()
+        return cls(process, mine, Path(name), pages, tail)
+
+    def _next(self):
+        try:
+            message = self.pipe.recv()
+        except EOFError:
+            self.process.join()
+            raise EvidenceError("the process writing the log part ended with "
+                                f"status {self.process.exitcode}") from None
+        if message[0] == "error":
+            raise message[1]
+        return message
+
+    def imported(self) -> tuple:
+        """Wait until the process holds the snapshot (it is the ledger
+        transaction's, and ends with it); the log rows it reads ahead."""
+        message = self._next()
+        assert message[0] == "imported", message
+        return message[1:]
+
+    def share(self, members: dict, span: tuple) -> None:
+        """This process's share of the rows read ahead: the pages the other
+        has not reached, from the last back (_Pages), their lines in a
+        file of their own; then handed to it ("tail")."""
+        first, last = span
+        if first is not None:
+            self.mine = _Ahead(self.path, members, first, last, self.pages.back)
+        try:
+            self.tail.send(self.mine.handed() if self.mine else None)
+        except (BrokenPipeError, OSError):
+            pass  # it ended: result() says why
+
+    def result(self) -> tuple[list[dict], list[dict], dict]:
+        message = self._next()
+        assert message[0] == "done", message
+        self.process.join()
+        return message[1:]
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+        self.pipe.close()
+        self.tail.close()
+        self.path.unlink(missing_ok=True)
+        if self.mine is not None:
+            self.mine.close()
+
+
+def _beside(sel: Selection, querysets: dict, snapshot: str, path: Path,
+            pipe, pages: _Pages, tail) -> None:
+    """The forked process's work (_Beside): messages ("imported", first,
+    last) with the rows read ahead, then ("done", windows, anchors, its
+    parts' summaries) or ("error", exception)."""
+    from django.db import connections
+
+    # The parent's connections are the parent's: this process opens its
+    # own, and never closes theirs (that would end the parent's session);
+    # multiprocessing leaves by os._exit, so no finalizer closes them either.
+    for inherited in connections.all(initialized_only=True):
+        _INHERITED.append(inherited)
+        del connections[inherited.alias]
+    ahead = None
+    try:
+        # the search for the segment's end, in the snapshot, is the server's
+        # work: meanwhile the log rows it will surely hold are read (_Ahead)
+        scan = _Thread(_scan, sel, querysets, snapshot)
+        members, opened, surely = scan.ready()
+        span = (None, None)
+        if opened is not None and surely is not None and surely >= opened:
+            span = (opened, surely)
+            pages.count(opened, surely)
+        pipe.send(("imported", *span))
+        if span[0] is not None:
+            ahead = _Ahead(path, members, *span, pages.front)
+        handed = tail.recv()  # the builder's share, from the end
+        if ahead is not None and handed is not None:
+            ahead.join(handed)
+        scanned = scan.result()
+        windows, anchors = _windows(sel, members, scanned)
+        bundle = Bundle(path)
+        try:
+            _log_parts(bundle, windows, members, _Progress(None),
+                       ahead and ahead.taken())
+        finally:
+            bundle.close()
+        pipe.send(("done", windows, anchors, dict(bundle.parts)))
+    except BaseException as exc:  # noqa: BLE001 - raised again in the parent
+        pipe.send(("error", _portable(exc)))
+    finally:
+        if ahead is not None:
+            ahead.close()
+        pipe.close()
+        connections.close_all()  # this process's own
+
+
+_INHERITED: list = []
+
+
+@contextmanager
+def _imported(snapshot: str):
+    """A read-only transaction in the ledger's snapshot (exported by the
+    builder's: the very same rows)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
+                       "READ ONLY")
+        cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot])
+        yield
+
+
+def _surely(sel: Selection) -> int | None:
+    """The latest log row writing any of the period's sessions: the main
+    window holds every row up to it (it runs from the row that opened the
+    first to the latest naming any bundle row)."""
+    return Seal.objects.filter(
+        label="tables.tablesession", key__in=[str(s) for s in sel.sessions]
+    ).aggregate(m=Max("log_id"))["m"]
+
+
+def _scan(sel: Selection, querysets: dict, snapshot: str, ready):
+    """In the snapshot: the bundle's rows' pks, the row that opened its
+    first session and the latest writing any of them, given to `ready` as
+    soon as known; then (opened, latest, found) for _windows (None when no
+    row opened the period's sessions)."""
+    try:
+        with _imported(snapshot):
+            members = {label: _pks(label, querysets[label])
+                       for label in LABELS if label not in CHILDREN}
+            opened = _opened(sel)
+            ready((members, opened, _surely(sel)))
+            if opened is None:
+                return None
+            return (opened, *_writers(opened, members))
+    finally:
+        connection.close()  # the thread's own
+
+
+class _Thread:
+    """`_scan` in a thread (its own database connection): `ready()` waits
+    for what it gives first, `result()` for its end; both raise what it
+    raised."""
+
+    def __init__(self, fn, *args):
         import threading
 
-        self.sel, self.querysets, self.snapshot = sel, querysets, snapshot
-        self.out, self.error = None, None
-        self.thread = threading.Thread(target=self.run, name="evidence-scan")
+        self.out = self.error = self.first = None
+        self.event = threading.Event()
+
+        def given(value):
+            self.first = value
+            self.event.set()
+
+        def run():
+            try:
+                self.out = fn(*args, given)
+            except BaseException as exc:  # noqa: BLE001 - raised in result()
+                self.error = exc
+            finally:
+                self.event.set()
+
+        self.thread = threading.Thread(target=run, name="evidence-scan")
         self.thread.start()
 
-    def run(self) -> None:
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, "
-                               "READ ONLY")
-                cursor.execute("SET TRANSACTION SNAPSHOT %s", [self.snapshot])
-                members = {label: _pks(label, self.querysets[label])
-                           for label in LABELS if label not in CHILDREN}
-                opened = _opened(self.sel)
-                self.out = (opened, *_writers(opened, members)) if (
-                    opened is not None) else None
-        except Exception as exc:  # noqa: BLE001 - raised again in the builder
-            self.error = exc
-        finally:
-            connection.close()  # this thread's own
+    def ready(self):
+        self.event.wait()
+        if self.first is None:
+            self.result()  # raises the thread's error
+        return self.first
 
     def result(self):
         self.thread.join()
         if self.error is not None:
             raise self.error
         return self.out
+
+
+class _Pages:
+    """The log rows read ahead, `first`..`last`, in pages of PAGE ids shared
+    by the two processes: the log's process takes them from the first on
+    (`front`), the builder, its ledger part written, from the last back
+    (`back`), until they meet. Each page is taken once."""
+
+    def __init__(self, context):
+        self.ends = context.Array("q", [0, -1, 0, 0])  # next front, next back
+
+    def count(self, first: int, last: int) -> None:
+        with self.ends.get_lock():
+            self.ends[:] = [0, (last - first) // PAGE, first, last]
+
+    def _take(self, at: int, step: int) -> tuple[int, int] | None:
+        with self.ends.get_lock():
+            front, back, first, last = self.ends[:]
+            if front > back:
+                return None
+            page = self.ends[at]
+            self.ends[at] = page + step
+        lo = first + page * PAGE
+        return lo, min(lo + PAGE - 1, last)
+
+    def front(self):
+        return self._take(0, 1)
+
+    def back(self):
+        return self._take(1, -1)
+
+
+PAGE = 20000  # log ids a page of the rows read ahead
+
+
+class _Ahead:
+    """Log rows of `first`..`last` read ahead (while the segment's end is
+    searched for, or by the builder once its ledger part is written), page
+    by page as `take` gives them: their lines in a file, their entries in a
+    `Written`. `segments` are (row from, row to, offset, length) in that
+    file, in the order taken; _log_parts writes them in the log's order."""
+
+    def __init__(self, out: Path, members: dict, first: int, last: int, take):
+        import tempfile
+
+        self.first, self.last = first, last
+        self.written = Written(members)
+        self.segments: list[tuple[str, int, int, int, int]] = []
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}-ahead-",
+                                        dir=out.parent)
+        self.path = Path(name)
+        with os.fdopen(handle, "wb") as f:
+            lines = _Buffered(f)
+            while (page := take()) is not None:
+                at = lines.tell()
+                _log_rows(lines, *page, _Progress(None), self.written)
+                self.segments.append((str(self.path), *page, at,
+                                      lines.tell() - at))
+            lines.flush()
+        self.others: list[Path] = []
+
+    def handed(self) -> tuple:
+        """What the other process needs to take these rows in: the
+        segments, and the index of their entries (committed, closed)."""
+        self.written.commit()
+        return self.segments, str(self.written.file)
+
+    def join(self, handed: tuple) -> None:
+        segments, index = handed
+        self.segments += segments
+        self.written.merge(Path(index))
+
+    def taken(self) -> tuple:
+        return self.first, self.last, sorted(self.segments, key=lambda s: s[1]), (
+            self.written)
+
+    def close(self) -> None:
+        self.written.close()
+        self.path.unlink(missing_ok=True)
+
+
+class _Buffered:
+    """Lines gathered into 1 MB writes."""
+
+    def __init__(self, f):
+        self.f, self.pending, self.size, self.written = f, [], 0, 0
+
+    def write(self, data: bytes) -> None:
+        self.pending.append(data)
+        self.size += len(data)
+        self.written += len(data)
+        if self.size >= 1 << 20:
+            self.flush()
+
+    def tell(self) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        self.f.write(b"".join(self.pending))
+        self.pending, self.size = [], 0
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception as the parent can receive it (pickled): itself, or an
+    EvidenceError with its message."""
+    import pickle
+
+    try:
+        return pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any exception that does not pickle
+        return EvidenceError(f"{type(exc).__name__}: {exc}")
 
 
 def _pks(label: str, queryset) -> Keys:
@@ -329,10 +659,16 @@ def _pages(first: int, last: int | None, *fields: str):
 
 
 def _write_log(part, window: dict, prog: _Progress, written: Written) -> None:
+    _log_rows(part, window["first"], window["last"], prog, written)
+
+
+def _log_rows(part, first: int, last: int, prog: _Progress,
+              written: Written) -> None:
+    """Log rows first..last, written to `part` (anything with `write`)."""
     pages = (_pages_pg if connection.vendor == "postgresql" else _pages_orm)
-    for page in pages(window["first"], window["last"]):
+    for page in pages(first, last):
         for row in page:
-            written.add(row["ledger"])
+            written.add(row["ledger"], row["id"])
             part.write(_line(row))
         prog.step(len(page))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import tempfile
+from bisect import bisect_left
 from pathlib import Path
 
 from casino.trail import BOUND, entry_after
@@ -53,44 +54,88 @@ class Written:
     def __init__(self, members: dict[str, Keys]):
         self.members = members
         self.parents = {label: _parent_label(label) for label in LABELS}
+        self.holders: dict[str, object] = {}
         self.folder = tempfile.TemporaryDirectory(prefix="evidence-outside-")
-        self.db = sqlite3.connect(Path(self.folder.name) / "w.sqlite",
-                                  isolation_level=None)
+        self.file = Path(self.folder.name) / "w.sqlite"
+        self.db = sqlite3.connect(self.file, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = OFF")
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.execute("CREATE TABLE w (label TEXT, key TEXT, after TEXT, "
-                        "updatable INTEGER, PRIMARY KEY (label, key)) WITHOUT ROWID")
+                        "updatable INTEGER, rid INTEGER, PRIMARY KEY (label, key)"
+                        ") WITHOUT ROWID")
         self.db.execute("BEGIN")
         self.pending: list[tuple] = []
 
-    def _held(self, label: str, key: str) -> bool:
-        if label not in self.parents:
-            return False
-        parent = self.parents[label]
-        keys = self.members.get(parent or label)
-        if keys is None:
-            return False
-        pk = key.partition("#")[0] if parent else key
-        return pk.isdigit() and int(pk) in keys
+    def _holder(self, label: str):
+        """Whether the ledger part holds a row of `label`, by its key: a
+        function made once per label (a month's log has 5M entries), or None
+        for a label whose rows it never holds."""
+        if label in self.holders:
+            return self.holders[label]
+        held = None
+        if label in self.parents:
+            parent = self.parents[label]
+            keys = self.members.get(parent or label)
+            if keys is not None:
+                pks, find = keys.pks, bisect_left
 
-    def add(self, ledger: dict | None) -> None:
-        """One log row's `ledger`, in log order."""
-        for label, entries in (ledger or {}).items():
+                def held(key: str) -> bool:
+                    pk = key.partition("#")[0] if parent else key
+                    if not pk.isdigit():
+                        return False
+                    pk = int(pk)
+                    i = find(pks, pk)
+                    return i < len(pks) and pks[i] == pk
+        self.holders[label] = held
+        return held
+
+    def add(self, ledger: dict | None, rid: int) -> None:
+        """Log row `rid`'s `ledger` (rows in any order: the latest wins)."""
+        if not ledger:
+            return
+        pending = self.pending
+        for label, entries in ledger.items():
             if label in NOT_CARRIED or not isinstance(entries, dict):
                 continue
+            held = self._holder(label)
             for key, entry in entries.items():
-                if not self._held(label, key):
-                    self.pending.append((label, key, entry_after(entry),
-                                         type(entry) is list))
-        if len(self.pending) >= 20000:
+                if held is None or not held(key):
+                    pending.append((label, key, entry_after(entry),
+                                    type(entry) is list, rid))
+        if len(pending) >= 20000:
             self._flush()
 
+    def commit(self) -> None:
+        """Everything written to the file, for another process to merge."""
+        self._flush()
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+
+    def merge(self, other: Path) -> None:
+        """Another Written's entries (another process's, committed), the
+        latest write of each row winning as in `_flush`."""
+        self._flush()
+        self.db.execute("COMMIT")  # ATTACH is refused inside a transaction
+        self.db.execute("ATTACH DATABASE ? AS other", (str(other),))
+        self.db.execute("BEGIN")
+        self.db.execute(
+            "INSERT INTO w SELECT label, key, after, updatable, rid FROM other.w "
+            "WHERE true ON CONFLICT (label, key) DO UPDATE SET after = CASE WHEN "
+            "excluded.rid >= rid THEN excluded.after ELSE after END, "
+            "rid = max(rid, excluded.rid), "
+            "updatable = max(updatable, excluded.updatable)")
+        self.db.execute("COMMIT")
+        self.db.execute("DETACH DATABASE other")
+        self.db.execute("BEGIN")
+
     def _flush(self) -> None:
-        # a later write of the same row replaces the earlier (but the row
-        # stays updatable once any write said so)
+        # a later write of the same row (by the log's order, whatever the
+        # order given) replaces the earlier (but the row stays updatable
+        # once any write said so)
         self.db.executemany(
-            "INSERT INTO w VALUES (?, ?, ?, ?) ON CONFLICT (label, key) DO "
-            "UPDATE SET after = excluded.after, "
+            "INSERT INTO w VALUES (?, ?, ?, ?, ?) ON CONFLICT (label, key) DO "
+            "UPDATE SET after = CASE WHEN excluded.rid >= rid THEN excluded.after "
+            "ELSE after END, rid = max(rid, excluded.rid), "
             "updatable = max(updatable, excluded.updatable)", self.pending)
         self.pending = []
 

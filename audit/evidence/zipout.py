@@ -83,5 +83,54 @@ class Bundle:
 
         return _Ctx()
 
+    def adopt(self, other: Path, parts: dict[str, dict]) -> None:
+        """Members of another ZIP written by this class (another process's:
+        build.py `_Beside`), added as they are: their compressed bytes
+        copied, not compressed again. The entry is the one `part` writes for
+        the same lines (the same local header, data and directory record),
+        so a bundle is the same bytes whichever process wrote a part.
+        zipfile has no call for this: the writer's own steps are taken
+        (as ZipFile._open_to_write and _ZipWriteFile.close do)."""
+        import shutil
+
+        zf = self.zip
+        with zipfile.ZipFile(other) as source, other.open("rb") as raw:
+            for name, summary in parts.items():
+                theirs = source.getinfo(name)
+                raw.seek(theirs.header_offset)
+                header = raw.read(30)
+                skip = int.from_bytes(header[26:28], "little") + int.from_bytes(
+                    header[28:30], "little")
+                raw.seek(theirs.header_offset + 30 + skip)
+                info = self._info(name)
+                info.flag_bits = theirs.flag_bits
+                info.CRC, info.compress_size, info.file_size = (
+                    theirs.CRC, theirs.compress_size, theirs.file_size)
+                info.extract_version = theirs.extract_version
+                info.create_version = theirs.create_version
+                zf.fp.seek(zf.start_dir)
+                info.header_offset = zf.fp.tell()
+                zf.fp.write(info.FileHeader(True))  # as force_zip64 writes it
+                shutil.copyfileobj(_Slice(raw, theirs.compress_size), zf.fp,
+                                   BLOCK)
+                zf.start_dir = zf.fp.tell()
+                zf.filelist.append(info)
+                zf.NameToInfo[name] = info
+                zf._didModify = True
+                self.parts[name] = summary
+
     def close(self) -> None:
         self.zip.close()
+
+
+class _Slice:
+    """`size` bytes of a file, from where it stands."""
+
+    def __init__(self, f, size: int):
+        self.f, self.left = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n)
+        self.left -= len(data)
+        return data

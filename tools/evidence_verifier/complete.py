@@ -123,20 +123,26 @@ class Completeness:
     def outside(self, v, lines) -> None:
         """Each row of `outside.jsonl` checked against the log like a ledger
         row (`v.bind`); a "later" marker only for a row the design updates
-        that the period's rows do not hold."""
-        for item in lines:
+        that the period's rows do not hold. `lines` gives (item, digest):
+        the digest of the row's bytes for a line as the casino writes it
+        (verifier.py `outside_lines`: the item is then its label and key,
+        and a coup's row), None for a line parsed whole."""
+        for item, digest in lines:
             label, key = item.get("label"), item.get("key")
             if not isinstance(label, str) or not isinstance(key, str):
                 v.problems.add(f"{PART}: a line without its label and key")
                 continue
-            if item.get("later") is True:
+            if digest is not None:
+                v.bound(label, key, digest)
+            elif item.get("later") is True:
                 self.named.db.execute("INSERT OR IGNORE INTO later VALUES (?, ?)",
                                       (label, key))
                 continue
-            if not isinstance(item.get("row"), dict):
+            elif not isinstance(item.get("row"), dict):
                 v.problems.add(f"{PART}: {label} {key} without its row")
                 continue
-            v.bind(label, key, item["row"])
+            else:
+                v.bind(label, key, item["row"])
             v.counts[f"outside: {label}"] += 1
             self.outside_keys.append((label, key))
             if len(self.outside_keys) >= 20000:

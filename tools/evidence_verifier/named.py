@@ -43,7 +43,7 @@ class Named:
         # in log order: a later row naming the same key replaces the earlier
         self.db.executemany("INSERT OR REPLACE INTO named (label, key, digest, "
                             "rid, parent) VALUES (?, ?, ?, ?, ?)", self.pending)
-        self.pending = []
+        self.pending.clear()  # the same list: the log walk holds it
 
     def take(self, rows: list[tuple[str, str]]) -> dict[tuple, tuple]:
         """(label, key) -> (digest, rid, times seen) of the latest log row

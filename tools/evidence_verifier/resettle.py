@@ -1,9 +1,9 @@
 """5. Every coup settled again, a share of the sessions per process.
 
 The ledger part is read by each process; a process parses only the lines of
-its own sessions (every `shares`-th, counted by the session lines met) and
-the lines before the first session (the tableau versions, tables and house
-rules every session needs). A session line is recognised by its top-level
+the sessions it takes (counted by the session lines met) and the lines
+before the first session (the tableau versions, tables and house rules
+every session needs). A session line is recognised by its top-level
 label near the start of the line, as the casino writes it; a line written
 otherwise is simply not taken for a session's first, so its rows go to the
 session before, in the same process: every line is still taken by exactly
@@ -13,6 +13,18 @@ one, and a misplaced row is named (outside any session, or a session's
 total that does not add up), never skipped or counted twice
 (tests/evidence/test_jobs.py). The digests of the rows are checked
 elsewhere (verifier.py, `check_ledger`), in the main process, once.
+
+Who takes which session. With processes, a session is taken by the first
+process to reach its line (`Claims`: one number shared by all, the highest
+session taken; a process reaching a session past it takes it, any other
+it leaves). The main process, its own checks done, joins in from the start
+of the part: the work is shared as it goes, not split in advance, so the
+two cores of a small machine are both busy to the end whatever the mix of
+log, rows and coups (issue 34 item 6). Each session is still taken by
+exactly one process: each goes through the sessions in order, and the
+shared number only grows, so a session none has taken is above it when
+the first process reaches it. Without processes (`--jobs 0`), the main
+process takes them all.
 """
 
 from __future__ import annotations
@@ -31,13 +43,29 @@ IN_SESSION = ("tables.shoe", "tables.bankerturn", "tables.coup", "tables.stake",
               "tables.shoerelease", "audit.cagnotteattestation")
 
 
-def resettle(v, share: int, shares: int) -> dict:
-    """Re-settle this share's sessions; what it found, for the main process
-    (`merge`): problems, the commission per table and day, counts."""
+class Claims:
+    """The highest session taken so far (-2: none; -1 stands for the lines
+    before the first session), shared by the processes (forked)."""
+
+    def __init__(self, context):
+        self.high = context.Value("q", -2)  # with its own lock
+
+    def take(self, group: int) -> bool:
+        with self.high.get_lock():
+            if group > self.high.value:
+                self.high.value = group
+                return True
+            return False
+
+
+def resettle(v, claims: Claims | None = None) -> dict:
+    """Re-settle the sessions this process reaches first (without `claims`:
+    all of them); what it found, for the main process (`merge`):
+    problems, the commission per table and day, counts."""
     kept = v.problems, v.sums, v.counts, v.corrected
     v.problems, v.sums, v.counts, v.corrected = Problems(), {}, Counter(), []
     try:
-        _walk(v, share, shares)
+        _walk(v, claims)
         return {"problems": list(v.problems), "derived": v.problems.derived,
                 "dropped": v.problems.dropped, "sums": v.sums,
                 "counts": v.counts, "corrected": v.corrected}
@@ -45,19 +73,24 @@ def resettle(v, share: int, shares: int) -> dict:
         v.problems, v.sums, v.counts, v.corrected = kept
 
 
-def _walk(v, share: int, shares: int) -> None:
+def _walk(v, claims: Claims | None) -> None:
     v.globals = {}
     group, session = -1, None  # -1: the lines before the first session
+    # the lines before the first session: every process reads the tables,
+    # rules and tableaux among them, one takes the rest
+    first = claims is None or claims.take(-1)
+    mine = True
     for n, raw in raw_lines(v.zip, "ledger.jsonl"):
         if SESSION_LINE in raw[:256]:
             group += 1
-        if group >= 0 and group % shares != share:
+            mine = claims is None or claims.take(group)
+        if not mine:
             continue
         v.at = f"ledger.jsonl line {n}"
         item = parse(raw, v.at)
         label, key = item["label"], item["key"]
-        if group < 0 and share != 0 and label not in GLOBAL:
-            continue  # before the first session: share 0 takes all but these
+        if group < 0 and not first and label not in GLOBAL:
+            continue  # before the first session: taken by one process
         full = v.full(label, item["row"])
         full["_id"], full["_key"] = item.get("id"), key
         if label in GLOBAL:
@@ -75,11 +108,12 @@ def _walk(v, share: int, shares: int) -> None:
         session.finish()
 
 
-def _task(v, share: int, shares: int, pipe) -> None:
-    """In a forked process: this share's findings, sent back whole."""
+def _task(v, claims: Claims, pipe) -> None:
+    """In a forked process: the findings of the sessions it took, sent back
+    whole."""
     try:
         v.zip = open_bundle(v.path)  # its own file: not the parent's offset
-        out = resettle(v, share, shares)
+        out = resettle(v, claims)
     except Unreadable as exc:
         out = {"unreadable": str(exc)}
     except MemoryError:
@@ -93,13 +127,14 @@ def _task(v, share: int, shares: int, pipe) -> None:
 
 
 def default_jobs() -> int:
-    """One process per CPU (at most 4), none when there is one CPU or no
-    fork (each then re-settles in the main process)."""
+    """One process per CPU but the main one's (at most 3), which joins them
+    when its own checks are done; none when there is one CPU or no fork
+    (every session then re-settled in the main process)."""
     import multiprocessing
 
     cpus = min(os.cpu_count() or 1, 4)
-    return cpus if cpus > 1 and "fork" in multiprocessing.get_all_start_methods(
-    ) else 0
+    return cpus - 1 if cpus > 1 and (
+        "fork" in multiprocessing.get_all_start_methods()) else 0
 
 
 class Resettlers:
@@ -109,15 +144,17 @@ class Resettlers:
     process finds the bundle unreadable."""
 
     def __init__(self, v, jobs: int):
-        self.v, self.jobs, self.workers = v, jobs, []
+        self.v, self.jobs, self.workers, self.claims = v, jobs, [], None
 
     def __enter__(self):
         import multiprocessing
 
         fork = multiprocessing.get_context("fork") if self.jobs > 0 else None
-        for k in range(self.jobs):
+        if fork is not None:
+            self.claims = Claims(fork)
+        for _ in range(self.jobs):
             mine, theirs = fork.Pipe(duplex=False)
-            process = fork.Process(target=_task, args=(self.v, k, self.jobs, theirs),
+            process = fork.Process(target=_task, args=(self.v, self.claims, theirs),
                                    daemon=True)
             process.start()
             theirs.close()
@@ -142,9 +179,10 @@ class Resettlers:
         return out
 
     def merge(self) -> None:
-        """Their findings into the verifier's (in this process when none)."""
+        """Their findings into the verifier's, this process taking the
+        sessions none has reached yet (all of them when there are none)."""
         v = self.v
-        results = self._results() if self.workers else [resettle(v, 0, 1)]
+        results = [resettle(v, self.claims), *self._results()]
         for r in results:
             if "unreadable" in r:
                 raise Unreadable(r["unreadable"])
