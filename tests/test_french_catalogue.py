@@ -31,7 +31,7 @@ FR = LOCALE / "fr" / "LC_MESSAGES"
 # What makemessages reads: the apps, the templates and the page scripts (the
 # vendored libraries are not ours). Tests and benchmarks hold no user-facing
 # strings.
-SOURCES = ["manage.py", "casino", "tables", "audit", "templates", "static"]
+SOURCES = ["manage.py", "casino", "tables", "audit", "templates", "static", "tools"]
 IGNORE = ["static/vendor/*", "__pycache__", "migrations"]
 # The page scripts take their sentences from the server (tables/tablet/
 # state.py js_strings, in the django domain); a JS catalogue would be the

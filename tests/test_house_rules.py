@@ -78,7 +78,9 @@ def test_every_worked_example_through_the_api(floor_api, ex):
                 {"seat": int(ex["banker_seat"]), "bank": ex["bank"]})
     assert turn.status_code == 201, turn.json()
     punter, banker = CARDS[ex["outcome"]]
-    stakes = [{"seat": int(s), "amount": a}
+    # "5=2000.00/banco_solo": seat, amount and (optional) announcement
+    stakes = [{"seat": int(s), "amount": a.partition("/")[0],
+               "announcement": a.partition("/")[2] or "none"}
               for s, a in (kv.split("=") for kv in ex["stakes"].split())]
     r = post(c, f"/api/v1/shoes/{shoe['id']}/coups/",
              {"punter": punter, "banker": banker, "stakes": stakes})

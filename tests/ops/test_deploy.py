@@ -145,6 +145,9 @@ def test_the_four_processes_and_their_units():
     # the pages below the API in CPU priority; the API at the default
     assert pages["Nice"] == ["10"] and "Nice" not in api
     assert " worker " in worker["ExecStart"][0]
+    # a stop reaches the worker's main process alone, which finishes the tasks
+    # at hand (the pool's children would die mid-task on a SIGTERM of their own)
+    assert worker["KillMode"] == ["mixed"] and worker["KillSignal"] == ["SIGTERM"]
     assert beat["ExecStart"][0].endswith("celery -A casino beat -l info")
     # exactly one beat: no other unit runs one, nor a worker with -B
     others = [unit(p.name) for p in (DEPLOY / "systemd").glob("*.service")
