@@ -94,7 +94,7 @@ def _tamper(url: str, mode: str, epoch: int, size: int) -> None:
             c.execute("DELETE FROM casino_checkpoint WHERE epoch = %s AND size > %s",
                       [epoch, size])
             c.execute('DELETE FROM casino_treenode WHERE epoch = %s AND ("index" + 1)'
-                      " * (1::bigint << level) > %s", [epoch, size])
+                      " * (CAST(1 AS BIGINT) << level) > %s", [epoch, size])
         c.execute("DELETE FROM casino_seal WHERE log_id > %s", [row])
         c.execute("DELETE FROM casino_changelog WHERE id > %s", [row])
 

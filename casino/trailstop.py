@@ -5,6 +5,9 @@ PostgreSQL casino_chain_head asks the same in SQL (migration casino 0016)."""
 
 from __future__ import annotations
 
+from django.db.models import Subquery, Value
+from django.db.models.functions import Coalesce
+
 from .models import WitnessEvent
 
 STOPPING = ("fork", "behind")
@@ -13,7 +16,8 @@ STOPPING = ("fork", "behind")
 def stop_reason_event() -> WitnessEvent | None:
     """The fork or rollback that stops writes: the first one after the last
     declared epoch, the cause (None: writes go on)."""
-    epoch = (WitnessEvent.objects.filter(kind="epoch").order_by("-id")
-             .values_list("id", flat=True).first()) or 0
-    return (WitnessEvent.objects.filter(kind__in=STOPPING, id__gt=epoch)
+    # one statement: this runs at every chain head read on SQLite
+    epoch = WitnessEvent.objects.filter(kind="epoch").order_by("-id").values("id")[:1]
+    return (WitnessEvent.objects.filter(
+        kind__in=STOPPING, id__gt=Coalesce(Subquery(epoch), Value(0)))
             .order_by("id").first())

@@ -50,7 +50,7 @@ def restore_to(size: int) -> None:
                   "FROM casino_checkpoint WHERE size > %s)", [size])
         c.execute("DELETE FROM casino_checkpoint WHERE size > %s", [size])
         c.execute('DELETE FROM casino_treenode WHERE ("index" + 1) * '
-                  "(1::bigint << level) > %s", [size])
+                  "(CAST(1 AS BIGINT) << level) > %s", [size])
         c.execute("DELETE FROM casino_seal WHERE log_id > %s", [row])
         c.execute("DELETE FROM casino_changelog WHERE id > %s", [row])
 
