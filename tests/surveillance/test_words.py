@@ -47,3 +47,8 @@ def test_a_croupier_alert_in_one_sentence():
         assert said.startswith("Le croupier X fait 3,0 fois plus de tirages faux")
         assert "10\u202f000\u202f000" in said or "10 000 000" in said \
             or "10\xa0000\xa0000" in said, said
+        # a name in the middle of the French sentence is not "de Le croupier"
+        corrected = alert_sentence("correction_rate", "Le croupier X", ev, 4e-8)
+        assert corrected.startswith("Le croupier X : ses coups sont corrigés 3,0 "
+                                    "fois"), corrected
+        assert " de Le " not in corrected
