@@ -299,5 +299,13 @@ def test_a_refusal_in_french_names_no_code_and_discard_clears_it(
     page.locator(".seat[data-seat='5']").click()
     page.get_by_role("button", name="Banco solo").click()
     shot(page, f"capped-fr-{size}")
+    # the coverage line's last line is in sight, not scrolled inside the
+    # stakes column (French, both orientations)
+    fits = page.evaluate("""() => {
+      const col = document.querySelector('.col-stakes').getBoundingClientRect();
+      const cov = document.getElementById('coverage').getBoundingClientRect();
+      return [cov.bottom, col.bottom];
+    }""")
+    assert fits[0] <= fits[1] + 0.5, fits
     info = page.locator("#seat-5-info").text_content()
     assert info.replace("\u202f", " ").replace("\xa0", " ") == "2 000\nbanco solo"
