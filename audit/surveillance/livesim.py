@@ -72,6 +72,7 @@ class Floor:
     alpha: float = 0.03  # the per-shift bound on any live alert
     every: int = 5  # a look every `every` coups of each table
     history: int = 28  # closed days behind the croupier's reference rate
+    history_rate: float | None = None  # their rate (None: the floor's rate)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def shift(floor: Floor, seed: int, plant: Plant | None = None) -> Shift:
     levels = shift_levels(floor.alpha, budget)
     rng = np.random.default_rng([seed, 38])
     past = floor.history * floor.tables * floor.coups
-    q_cr = reference_rate(int(rng.binomial(past, floor.rate)), past)
+    before = floor.rate if floor.history_rate is None else floor.history_rate
+    q_cr = reference_rate(int(rng.binomial(past, before)), past)
     night = ~prev
     table = rows.table[night]
     pos = (rows.at[night] % 86_400) // 60

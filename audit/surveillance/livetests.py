@@ -116,16 +116,17 @@ def budget_for(previous_day_counts: dict[str, int], open_tables: int) -> dict[st
     """Each family's budget of subjects for tonight's shift, from the
     previous closed gaming day's subject counts (``{"croupier": .., "banker":
     .., "table": ..}``; a family missing counts 0) and the tables open now:
+    twice the previous day's count, and at least one croupier and one table
+    per open table and ``BANKERS_PER_TABLE`` (18: two sittings of a
+    nine-seat table) bankers per open table.
 
-    - croupiers and tables: the larger of the previous day's count and the
-      open tables;
-    - bankers: the larger of twice the previous day's bankers and
-      ``BANKERS_PER_TABLE`` (18: two sittings of a nine-seat table) per open
-      table -- the bankers of a night vary more than its croupiers, and a
-      generous budget costs little: doubling it raises the crossing level
-      by log 2 = 0.69 (a few per cent more coups to an alert), while a
-      family with more subjects than budgeted exceeds its share of the
-      bound in proportion (``over_budget`` says so).
+    Why twice: a night's croupiers, bankers and tables vary from the night
+    before (on a simulated floor whose croupiers are drawn from a pool,
+    tonight had more croupiers than yesterday in about half the shifts),
+    and a family with more subjects than budgeted exceeds its share of the
+    bound in proportion (``over_budget`` says so), while a generous budget
+    costs little: doubling it raises the crossing level by log 2 = 0.69,
+    a few per cent more coups to an alert.
 
     Fix the budget at the shift's first look (or only let it grow): the
     bound holds while each family's subjects stay within the smallest
@@ -144,9 +145,9 @@ def budget_for(previous_day_counts: dict[str, int], open_tables: int) -> dict[st
                              f" number >= 0, not {k!r}")
         prev[family] = int(k)
     t = int(open_tables)
-    return {"croupier": max(1, prev["croupier"], t),
+    return {"croupier": max(1, 2 * prev["croupier"], t),
             "banker": max(1, 2 * prev["banker"], BANKERS_PER_TABLE * t),
-            "table": max(1, prev["table"], t)}
+            "table": max(1, 2 * prev["table"], t)}
 
 
 def over_budget(tallies: dict[str, Tally],

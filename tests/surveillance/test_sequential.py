@@ -141,7 +141,7 @@ def test_the_check_has_teeth():
 
 
 # the levels of a 40-table floor at alpha 0.03 (budget_for of a day with 48
-# croupiers and 360 bankers)
+# croupiers, 360 bankers and 40 tables)
 FLOOR = lt.shift_levels(0.03, lt.budget_for({"croupier": 48, "banker": 360,
                                               "table": 40}, 40))
 
@@ -219,9 +219,9 @@ def test_bad_input_is_named(call, words):
 
 def test_budget_rule():
     assert lt.budget_for({"croupier": 57, "banker": 315, "table": 38}, 40) == {
-        "croupier": 57, "banker": 720, "table": 40}
-    assert lt.budget_for({"croupier": 30, "banker": 500, "table": 44}, 40) == {
-        "croupier": 40, "banker": 1000, "table": 44}
+        "croupier": 114, "banker": 720, "table": 76}
+    assert lt.budget_for({"croupier": 15, "banker": 500, "table": 14}, 40) == {
+        "croupier": 40, "banker": 1000, "table": 40}
     assert lt.budget_for({}, 0) == {"croupier": 1, "banker": 1, "table": 1}
     levels = lt.shift_levels(0.03, lt.budget_for({}, 10))
     assert levels == pytest.approx({"croupier": 0.001, "banker": 0.01 / 180,
