@@ -14,10 +14,15 @@ Families and their tests (``sequential``):
 - ``table``: banker wins at the table against the odds, either way.
 
 The per-shift false-alarm budget ``alpha`` is split evenly over the three
-families, then over each family's budgeted subjects (``shift_levels``): the
-share of shifts with any live alert is at most ``alpha`` as long as no
-family has more subjects than budgeted (``look`` says when it does, so the
-page can say the bound was exceeded).
+families, then over each family's budgeted subjects (``shift_levels``;
+``budget_for`` the rule: twice the previous closed day's subjects, at least
+the open tables'): the share of shifts with any live alert is at most
+``alpha`` as long as no family has more subjects than budgeted
+(``over_budget`` says when one has, so the page can say the bound was
+exceeded). The croupier's reference rate is ``reference_rate`` of the
+floor's trailing 28 closed days (an upper confidence bound); an alert's
+figures in words are ``alert_figures`` (``chance_in_shifts``: "about once in
+N shifts"). docs/surveillance.md, "Live surveillance", has the figures.
 """
 
 from __future__ import annotations
