@@ -30,7 +30,9 @@ floor's observed mix (as the pipeline weighs it). Printed:
 
 The live surveillance (issue 38; ``--live`` runs only this part):
 LIVE_SHIFTS honest gaming days of a floor of LIVE_TABLES tables x 1,000
-coups dealt from real shoes at each floor rate, looked at every LOOK_EVERY
+coups dealt from real shoes at each floor rate (and one more set at the
+first rate with the tables split over houses of 6 and 8 decks: the banker
+and table tallies in groups), looked at every LOOK_EVERY
 coups of each table as the live path looks (audit/surveillance/livesim.py:
 livetests.look, shift_levels, budget_for of the previous dealt day,
 reference_rate of 28 trailing days), alpha = ALPHA. Printed: the share of
@@ -170,7 +172,13 @@ def live(args) -> None:
     floors = {rate: livesim.Floor(tables=args.live_tables, coups=1000, rate=rate,
                                   alpha=ALPHA, every=LOOK_EVERY)
               for rate in args.rates}
-    for rate, floor in floors.items():
+    honest_floors = list(floors.values())
+    if args.live_houses and args.live_houses != (6,):
+        honest_floors.append(livesim.Floor(
+            tables=args.live_tables, coups=1000, rate=args.rates[0], alpha=ALPHA,
+            every=LOOK_EVERY, decks=args.live_houses))
+    for floor in honest_floors if args.live_shifts else []:
+        rate = floor.rate
         t0 = time.perf_counter()
         any_alert = ever = over = 0
         by_family = Counter()
@@ -191,7 +199,10 @@ def live(args) -> None:
         mean_budget = {f: float(np.mean([b[f] for b in budgets])) for f in budgets[0]}
         print(f"\n== live surveillance, honest shifts: {n} gaming days x"
               f" {floor.tables} tables x {floor.coups:,} coups dealt from real shoes"
-              f" (floor false-draw rate {rate:.1%}), a look every {floor.every}"
+              f" (floor false-draw rate {rate:.1%}"
+              + (f"; houses of {'/'.join(map(str, floor.decks))} decks, the"
+                 " tables split evenly" if len(floor.decks) > 1 else "")
+              + f"), a look every {floor.every}"
               f" coups of each table, alpha = {floor.alpha}")
         print(f"shifts with any live alert: {any_alert}/{n} = {any_alert / n:.1%},"
               f" 95 % interval [{lo:.1%}, {hi:.1%}], stated bound {floor.alpha:.0%}"
@@ -201,7 +212,7 @@ def live(args) -> None:
               f" shifts over budget {over}; mean budget "
               + ", ".join(f"{f} {b:,.0f}" for f, b in mean_budget.items())
               + f" ({time.perf_counter() - t0:.0f} s)")
-    for rate, floor in floors.items():
+    for rate, floor in floors.items() if args.live_runs else []:
         for label, plant in PATTERNS.items():
             found, delays, early, cheat = Counter(), defaultdict(list), Counter(), []
             levels, q_cr = None, []
@@ -264,6 +275,9 @@ def main() -> None:
     ap.add_argument("--live-shifts", type=int, default=400)
     ap.add_argument("--live-runs", type=int, default=100)
     ap.add_argument("--live-tables", type=int, default=40)
+    ap.add_argument("--live-houses", default=(6, 8),
+                    type=lambda v: tuple(int(x) for x in v.split(",") if x),
+                    help="decks of the houses of one more honest set (6,8)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if not args.live:

@@ -42,12 +42,12 @@ Pure numpy (and the dealer): no Django, no database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import dealer
-from .data import BANKER, PUNTER
+from .data import BANKER, PUNTER, CoupRows
 from .livetests import (
     FAMILIES,
     Tally,
@@ -73,6 +73,9 @@ class Floor:
     every: int = 5  # a look every `every` coups of each table
     history: int = 28  # closed days behind the croupier's reference rate
     history_rate: float | None = None  # their rate (None: the floor's rate)
+    # the tables split evenly over houses of these decks (several houses:
+    # the banker and table tallies carry a group per house's odds)
+    decks: tuple[int, ...] = (6,)
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,28 @@ def _families(table, croupier, banker, outcome, false_draw, p_banker, q_croupier
     }
 
 
+def _deal(floor: Floor, seed: int) -> CoupRows:
+    """Two gaming days of the floor (the previous one and tonight), its
+    tables split over ``floor.decks``' houses, each dealt from real shoes
+    with its own croupiers and the expectation of its own house at its
+    observed mix; the bankers' card numbers are the floor's (one may bank at
+    tables of two houses)."""
+    parts = []
+    split = np.array_split(np.arange(floor.tables), len(floor.decks))
+    for i, (decks, tables) in enumerate(zip(floor.decks, split, strict=True)):
+        if not len(tables):
+            continue
+        rows = dealer.honest(tables=len(tables), days=2, coups_per_day=floor.coups,
+                             seed=seed if i == 0 else seed * 100 + i, decks=decks,
+                             false_draw_rate=floor.rate).rows
+        parts.append(replace(rows, table=rows.table + int(tables[0]),
+                             croupier=rows.croupier + 10_000 * i))
+    return parts[0] if len(parts) == 1 else CoupRows.concat(parts)
+
+
 def shift(floor: Floor, seed: int, plant: Plant | None = None) -> Shift:
     """One simulated gaming day, looked at as the live path looks."""
-    s = dealer.honest(tables=floor.tables, days=2, coups_per_day=floor.coups,
-                      seed=seed, false_draw_rate=floor.rate)
-    rows = s.rows
+    rows = _deal(floor, seed)
     prev = rows.day == rows.day.min()
     budget = budget_for({"croupier": len(np.unique(rows.croupier[prev])),
                          "banker": len(np.unique(rows.banker[prev])),

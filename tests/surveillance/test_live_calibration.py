@@ -4,10 +4,11 @@ real-shoe floor (dealer.py) looked at as the live path looks
 (audit/surveillance/livesim.py: livetests.look, shift_levels, budget_for,
 reference_rate), seeded, a few seconds.
 
-Honest: SHIFTS gaming days of 10 tables x 1,000 coups, a look every 5 coups
-of each table, at a per-shift bound alpha of 0.3 (large, so that the share
-of shifts with a live alert is a count the check can see; the long run uses
-0.03): the shifts with any alert, and those had every coup been looked at,
+Honest: SHIFTS gaming days of 10 tables x 1,000 coups (two houses, of 6 and
+8 decks), a look every 5 coups of each table, at a per-shift bound alpha of
+0.3 (large, so that the share of shifts with a live alert is a count the
+check can see; the long run uses 0.03): the shifts with any alert, and
+those had every coup been looked at,
 stay within Bin(SHIFTS, alpha)'s 99.9 % quantile. The check has teeth: a
 floor whose false-draw rate tripled tonight against its 28 days' reference
 fails it (the reason the reference must be recent, and an upper bound; a
@@ -32,7 +33,10 @@ from audit.surveillance import livetests as lt
 
 SHIFTS = 40
 ALPHA = 0.3
-FLOOR = livesim.Floor(tables=10, coups=1000, rate=0.003, alpha=ALPHA, every=5)
+# two houses (6 and 8 decks, five tables each): the banker and table
+# tallies in groups
+FLOOR = livesim.Floor(tables=10, coups=1000, rate=0.003, alpha=ALPHA, every=5,
+                      decks=(6, 8))
 GROSS = livesim.Plant(croupier=10.0, banker=0.65, table=0.30, start=100)
 
 
