@@ -8,8 +8,8 @@ Honest: SHIFTS gaming days of 10 tables x 1,000 coups (two houses, of 6 and
 8 decks), a look every 5 coups of each table, at a per-shift bound alpha of
 0.3 (large, so that the share of shifts with a live alert is a count the
 check can see; the long run uses 0.03): the shifts with any alert, and
-those had every coup been looked at,
-stay within Bin(SHIFTS, alpha)'s 99.9 % quantile. The check has teeth: a
+those had every coup been looked at, stay within Bin(SHIFTS, alpha)'s 99.9 %
+quantile. The check has teeth: a
 floor whose false-draw rate tripled tonight against its 28 days' reference
 fails it (the reason the reference must be recent, and an upper bound; a
 rate doubled gives alerts in a quarter of the shifts at this alpha).
