@@ -175,10 +175,10 @@ def reference_rate(events: int, coups: int,
     tonight excluded): the one-sided Clopper-Pearson upper confidence bound
     at ``confidence`` (0.999), not the bare rate. A q below the true rate
     makes honest croupiers look like cheats (at 700 coups, a q 3 % low
-    nearly doubles the mean of the 10x alternative's likelihood ratio), a q
-    above it only costs power; the bound is above the true rate except once
-    in a thousand windows and, for a floor of 1.1 million coups at 0.3 %,
-    only ~5 % above the rate. None when there are no coups to go on (the
+    raises the mean of the 10x alternative's likelihood ratio by three
+    quarters), a q above it only costs power; the bound is above the true
+    rate except once in a thousand windows and, for a floor of 1.1 million
+    coups at 0.3 %, only ~5 % above the rate. None when there are no coups to go on (the
     croupier family is then not watched)."""
     for name, v in (("events", events), ("coups", coups)):
         if int(v) != v or v < 0:
