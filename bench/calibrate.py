@@ -5,6 +5,7 @@ test_power.py, test_dealer.py).
 
     .venv/bin/python bench/calibrate.py                 # 400 honest runs
     .venv/bin/python bench/calibrate.py --runs 40 --power-runs 20   # a look
+    .venv/bin/python bench/calibrate.py --live          # the live part alone
 
 Honest runs: RUNS casinos of TABLES x DAYS x COUPS coups, each dealt from
 real shoes (burned cards, the cut card, punters' and bankers' free choices
@@ -27,6 +28,21 @@ floor's observed mix (as the pipeline weighs it). Printed:
   four 9s at its close; with the stated power of the croupier test
   (power.py) for the coups he dealt.
 
+The live surveillance (issue 38; ``--live`` runs only this part):
+LIVE_SHIFTS honest gaming days of a floor of LIVE_TABLES tables x 1,000
+coups dealt from real shoes at each floor rate (and one more set at the
+first rate with the tables split over houses of 6 and 8 decks: the banker
+and table tallies in groups), looked at every LOOK_EVERY
+coups of each table as the live path looks (audit/surveillance/livesim.py:
+livetests.look, shift_levels, budget_for of the previous dealt day,
+reference_rate of 28 trailing days), alpha = ALPHA. Printed: the share of
+shifts with any live alert and its 95 % interval against alpha, the share
+had every coup been looked at (the worst any schedule of looks can do),
+the alerts by family; then LIVE_RUNS planted shifts a set (the issue's
+patterns and gross ones) from a quarter into the day: the share found
+within the shift, the median coups from the start to the alert, and the
+median the test alone needs if the cheat went on (livesim.coups_to_alert).
+
 Seeds are fixed (--seed) so a run can be repeated; nothing is tuned to them.
 """
 
@@ -45,9 +61,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from scipy import stats as ss  # noqa: E402
 from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
-from audit.surveillance import dealer, detect, power, synth  # noqa: E402
+from audit.surveillance import dealer, detect, livesim, power, synth  # noqa: E402
+from audit.surveillance import livetests as lt  # noqa: E402
 
 Q = 0.05
+ALPHA = 0.03  # SURVEILLANCE_LIVE_ALPHA's default
+LOOK_EVERY = 5  # coups of each table between looks (about 5 minutes)
+PATTERNS = {"the issue's": livesim.Plant(croupier=3.0, banker=0.52, table=0.42),
+            "gross": livesim.Plant(croupier=10.0, banker=0.65, table=0.35)}
 
 
 def honest(args) -> None:
@@ -147,6 +168,87 @@ def planted(args) -> None:
               f" {sorted(Counter(delays).items())}")
 
 
+def live(args) -> None:
+    floors = {rate: livesim.Floor(tables=args.live_tables, coups=1000, rate=rate,
+                                  alpha=ALPHA, every=LOOK_EVERY)
+              for rate in args.rates}
+    honest_floors = list(floors.values())
+    if args.live_houses and args.live_houses != (6,):
+        honest_floors.append(livesim.Floor(
+            tables=args.live_tables, coups=1000, rate=args.rates[0], alpha=ALPHA,
+            every=LOOK_EVERY, decks=args.live_houses))
+    for floor in honest_floors if args.live_shifts else []:
+        rate = floor.rate
+        t0 = time.perf_counter()
+        any_alert = ever = over = 0
+        by_family = Counter()
+        budgets = []
+        for i in range(args.live_shifts):
+            r = livesim.shift(floor, args.seed + 380_000 + i)
+            any_alert += r.any_alert
+            ever += r.any_ever
+            over += bool(r.over)
+            by_family.update(f for f, _ in r.alerts)
+            budgets.append(r.budget)
+            if args.verbose and r.alerts:
+                print("  shift", i, [(f, s, w, f"{a.p_value:.2g}")
+                                     for (f, s), (w, a) in r.alerts.items()])
+        n = args.live_shifts
+        lo, hi = proportion_confint(any_alert, n, alpha=0.05, method="beta")
+        elo, ehi = proportion_confint(ever, n, alpha=0.05, method="beta")
+        mean_budget = {f: float(np.mean([b[f] for b in budgets])) for f in budgets[0]}
+        print(f"\n== live surveillance, honest shifts: {n} gaming days x"
+              f" {floor.tables} tables x {floor.coups:,} coups dealt from real shoes"
+              f" (floor false-draw rate {rate:.1%}"
+              + (f"; houses of {'/'.join(map(str, floor.decks))} decks, the"
+                 " tables split evenly" if len(floor.decks) > 1 else "")
+              + f"), a look every {floor.every}"
+              f" coups of each table, alpha = {floor.alpha}")
+        print(f"shifts with any live alert: {any_alert}/{n} = {any_alert / n:.1%},"
+              f" 95 % interval [{lo:.1%}, {hi:.1%}], stated bound {floor.alpha:.0%}"
+              f" -> {'within' if lo <= floor.alpha else 'ABOVE'} the bound")
+        print(f"had every coup been looked at: {ever}/{n} = {ever / n:.1%}"
+              f" [{elo:.1%}, {ehi:.1%}]; alerts by family {dict(by_family)};"
+              f" shifts over budget {over}; mean budget "
+              + ", ".join(f"{f} {b:,.0f}" for f, b in mean_budget.items())
+              + f" ({time.perf_counter() - t0:.0f} s)")
+    for rate, floor in floors.items() if args.live_runs else []:
+        for label, plant in PATTERNS.items():
+            found, delays, early, cheat = Counter(), defaultdict(list), Counter(), []
+            levels, q_cr = None, []
+            for i in range(args.live_runs):
+                r = livesim.shift(floor, args.seed + 390_000 + i, plant)
+                levels = r.levels
+                q_cr.append(r.q_croupier)
+                for fam, rec in r.planted.items():
+                    early[fam] += rec["early"]
+                    if rec["delay"] is not None:
+                        found[fam] += 1
+                        delays[fam].append(rec["delay"])
+                cheat.append(r.planted["croupier"]["coups"])
+            print(f"\n== live, planted ({label}: croupier at {plant.croupier:g}x,"
+                  f" banker at {plant.banker:.0%}, table at {plant.table:.0%}),"
+                  f" floor rate {rate:.1%}: {args.live_runs} shifts, cheating from"
+                  f" coup {floor.coups // 4} of {floor.coups:,}"
+                  f" ({int(np.median(cheat))} coups of the cheat in the shift)")
+            truth = {"croupier": (float(np.median(q_cr)), plant.croupier * rate),
+                     "banker": (0.4602, plant.banker), "table": (0.4602, plant.table)}
+            for fam in ("croupier", "banker", "table"):
+                k = found[fam]
+                lo, hi = proportion_confint(k, args.live_runs, alpha=0.05,
+                                            method="beta")
+                med = f"{np.median(delays[fam]):,.0f}" if delays[fam] else "-"
+                alone = livesim.coups_to_alert(
+                    lt.FAMILIES[fam], *truth[fam], levels[fam], runs=200,
+                    max_coups=30_000, seed=args.seed)
+                before = f"; alerted before it {early[fam]}" if early[fam] else ""
+                print(f"  {fam:8s} found within the shift {k}/{args.live_runs} ="
+                      f" {k / args.live_runs:.0%} ({lo:.0%}-{hi:.0%}), median"
+                      f" {med} coups from the start to the alert; the test alone"
+                      f" (the cheat goes on): median {np.median(alone):,.0f}"
+                      f" coups{before}")
+
+
 def power_table() -> None:
     print("\n== how soon a croupier at 2x / 3x / 5x the floor's rate is found"
           " (90 %), a floor of 200,000 coups, 10,000 tests, q = 0.05")
@@ -168,13 +270,24 @@ def main() -> None:
                     default=[0.003, 0.005])
     ap.add_argument("--seed", type=int, default=270_000)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--live", action="store_true",
+                    help="only the live surveillance's part")
+    ap.add_argument("--live-shifts", type=int, default=400)
+    ap.add_argument("--live-runs", type=int, default=100)
+    ap.add_argument("--live-tables", type=int, default=40)
+    ap.add_argument("--live-houses", default=(6, 8),
+                    type=lambda v: tuple(int(x) for x in v.split(",") if x),
+                    help="decks of the houses of one more honest set (6,8)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    power_table()
-    if args.runs:
-        honest(args)
-    if args.power_runs:
-        planted(args)
+    if not args.live:
+        power_table()
+        if args.runs:
+            honest(args)
+        if args.power_runs:
+            planted(args)
+    if args.live_shifts or args.live_runs:
+        live(args)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

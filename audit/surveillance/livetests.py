@@ -14,10 +14,15 @@ Families and their tests (``sequential``):
 - ``table``: banker wins at the table against the odds, either way.
 
 The per-shift false-alarm budget ``alpha`` is split evenly over the three
-families, then over each family's budgeted subjects (``shift_levels``): the
-share of shifts with any live alert is at most ``alpha`` as long as no
-family has more subjects than budgeted (``look`` says when it does, so the
-page can say the bound was exceeded).
+families, then over each family's budgeted subjects (``shift_levels``;
+``budget_for`` the rule: twice the previous closed day's subjects, at least
+the open tables'): the share of shifts with any live alert is at most
+``alpha`` as long as no family has more subjects than budgeted
+(``over_budget`` says when one has, so the page can say the bound was
+exceeded). The croupier's reference rate is ``reference_rate`` of the
+floor's trailing 28 closed days (an upper confidence bound); an alert's
+figures in words are ``alert_figures`` (``chance_in_shifts``: "about once in
+N shifts"). docs/surveillance.md, "Live surveillance", has the figures.
 """
 
 from __future__ import annotations
@@ -25,10 +30,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from .sequential import BANKER, CROUPIER, TABLE, Design, evaluate, subject_level
 
-__all__ = ["FAMILIES", "Tally", "LiveAlert", "shift_levels", "look"]
+__all__ = ["FAMILIES", "Tally", "LiveAlert", "shift_levels", "look", "budget_for",
+           "over_budget", "reference_rate", "chance_in_shifts", "alert_figures",
+           "REFERENCE_CONFIDENCE", "BANKERS_PER_TABLE"]
+
+# The croupier's reference rate is the floor's false-draw rate's upper
+# confidence bound at this level (``reference_rate``).
+REFERENCE_CONFIDENCE = 0.999
+# Bankers budgeted per open table at least: two sittings of a nine-seat
+# table (``budget_for``).
+BANKERS_PER_TABLE = 18
+# "once in N shifts" stops here (a p-value of 0 is possible in floats).
+MAX_SHIFTS = 1_000_000_000
 
 FAMILIES: dict[str, Design] = {"croupier": CROUPIER, "banker": BANKER,
                                "table": TABLE}
@@ -48,6 +65,8 @@ class Tally:
         if n.shape != x.shape or n.shape[0] != len(self.subjects):
             raise ValueError(f"tally shapes differ: {len(self.subjects)} subjects, "
                              f"n {n.shape}, x {x.shape}")
+        if len(set(self.subjects)) != len(self.subjects):
+            raise ValueError("a subject appears twice in a tally")
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,9 @@ def shift_levels(alpha: float, budget: dict[str, int]) -> dict[str, float]:
     families of ``budget``, then over its budgeted subjects."""
     if not budget:
         raise ValueError("no family to watch")
+    unknown = sorted(set(budget) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown families in the budget: {unknown}")
     per_family = alpha / len(budget)
     return {family: subject_level(per_family, subjects)
             for family, subjects in budget.items()}
@@ -77,8 +99,12 @@ def look(tallies: dict[str, Tally], levels: dict[str, float]) -> list[LiveAlert]
     """The subjects whose test has crossed its level at this look."""
     alerts: list[LiveAlert] = []
     for family, tally in tallies.items():
+        if family not in FAMILIES:
+            raise ValueError(f"unknown family {family!r}")
         if not tally.subjects:
             continue
+        if family not in levels:
+            raise ValueError(f"no level for the family {family!r}")
         design = FAMILIES[family]
         result = evaluate(design, tally.n, tally.x, tally.q, level=levels[family])
         for i in np.flatnonzero(result.crossed):
@@ -89,3 +115,112 @@ def look(tallies: dict[str, Tally], levels: dict[str, float]) -> list[LiveAlert]
                 p_value=float(result.p_value[i]),
                 log_lambda=float(result.log_lambda[i]), level=levels[family]))
     return alerts
+
+
+def budget_for(previous_day_counts: dict[str, int], open_tables: int) -> dict[str, int]:
+    """Each family's budget of subjects for tonight's shift, from the
+    previous closed gaming day's subject counts (``{"croupier": .., "banker":
+    .., "table": ..}``; a family missing counts 0) and the tables open now:
+    twice the previous day's count, and at least one croupier and one table
+    per open table and ``BANKERS_PER_TABLE`` (18: two sittings of a
+    nine-seat table) bankers per open table.
+
+    Why twice: a night's croupiers, bankers and tables vary from the night
+    before (on a simulated floor whose croupiers are drawn from a pool,
+    tonight had more croupiers than yesterday in about half the shifts),
+    and a family with more subjects than budgeted exceeds its share of the
+    bound in proportion (``over_budget`` says so), while a generous budget
+    costs little: doubling it raises the crossing level by log 2 = 0.69,
+    a few per cent more coups to an alert.
+
+    Fix the budget at the shift's first look (or only let it grow): the
+    bound holds while each family's subjects stay within the smallest
+    budget any look used."""
+    if int(open_tables) != open_tables or open_tables < 0:
+        raise ValueError("open_tables must be a whole number >= 0,"
+                         f" not {open_tables!r}")
+    unknown = sorted(set(previous_day_counts) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown families in the previous day's counts: {unknown}")
+    prev = {}
+    for family in FAMILIES:
+        k = previous_day_counts.get(family, 0)
+        if int(k) != k or k < 0:
+            raise ValueError(f"the previous day's {family} count must be a whole"
+                             f" number >= 0, not {k!r}")
+        prev[family] = int(k)
+    t = int(open_tables)
+    return {"croupier": max(1, 2 * prev["croupier"], t),
+            "banker": max(1, 2 * prev["banker"], BANKERS_PER_TABLE * t),
+            "table": max(1, 2 * prev["table"], t)}
+
+
+def over_budget(tallies: dict[str, Tally],
+                budget: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """The families whose subjects tonight outnumber their budget:
+    ``{family: (subjects, budget)}`` (empty: the bound holds as stated; else
+    that family's share of it is exceeded by subjects / budget)."""
+    out = {}
+    for family, tally in tallies.items():
+        seen = int((np.atleast_2d(tally.n).sum(axis=1) > 0).sum())
+        if seen > budget.get(family, 0):
+            out[family] = (seen, int(budget.get(family, 0)))
+    return out
+
+
+def reference_rate(events: int, coups: int,
+                   confidence: float = REFERENCE_CONFIDENCE) -> float | None:
+    """The croupier test's reference rate q from the floor's false draws
+    (``events``) over its ``coups`` in the trailing closed gaming days (28,
+    tonight excluded): the one-sided Clopper-Pearson upper confidence bound
+    at ``confidence`` (0.999), not the bare rate. A q below the true rate
+    makes honest croupiers look like cheats (at 700 coups, a q 3 % low
+    raises the mean of the 10x alternative's likelihood ratio by three
+    quarters), a q above it only costs power; the bound is above the true
+    rate except once in a thousand windows and, for a floor of 1.1 million
+    coups at 0.3 %, only ~5 % above the rate. None when there are no coups to go on (the
+    croupier family is then not watched)."""
+    for name, v in (("events", events), ("coups", coups)):
+        if int(v) != v or v < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, not {v!r}")
+    if events > coups:
+        raise ValueError(f"events ({events}) cannot exceed coups ({coups})")
+    if not 0.5 <= confidence < 1:
+        raise ValueError(f"confidence must lie in [0.5, 1), not {confidence!r}")
+    if coups == 0 or events == coups:
+        return None
+    return float(stats.beta.ppf(confidence, int(events) + 1, int(coups) - int(events)))
+
+
+def chance_in_shifts(p_value: float) -> int:
+    """The "once in N shifts" of an alert's words: 1 / p rounded to a
+    figure one says -- two significant digits below 100 (37) or with a
+    leading 1 (150; 12,000), one otherwise (21,277 -> 20,000); at least 1,
+    at most ``MAX_SHIFTS``."""
+    p = float(p_value)
+    if not 0 <= p <= 1 or p != p:
+        raise ValueError(f"p_value must lie in [0, 1], not {p_value!r}")
+    if p * MAX_SHIFTS <= 1:
+        return MAX_SHIFTS
+    n = 1 / p
+    if n < 10:
+        return max(1, int(round(n)))
+    digits = int(np.floor(np.log10(n)))
+    keep = 2 if (n < 100 or int(n / 10 ** digits) == 1) else 1
+    unit = 10 ** (digits - keep + 1)
+    return int(min(MAX_SHIFTS, round(n / unit) * unit))
+
+
+def _say(x: float) -> float:
+    """An expectation as it is said: whole above 1, one decimal below."""
+    return float(round(x)) if x >= 1 else round(x, 1)
+
+
+def alert_figures(alert: LiveAlert) -> dict:
+    """The figures an alert's words carry: the events and coups tonight,
+    what the null expects (the floor's rate; the odds), and "once in N
+    shifts" -- e.g. croupier: 9 false draws in 310 coups, the floor's rate
+    would give 1, once in 20,000 shifts."""
+    return {"events": int(alert.events), "coups": int(alert.coups),
+            "expected": _say(alert.expected),
+            "once_in_shifts": chance_in_shifts(alert.p_value)}

@@ -87,13 +87,7 @@ def log_lambda(design: Design, n, x, q) -> np.ndarray:
     """log Lambda of each subject: ``n``, ``x``, ``q`` of shape (subjects,
     groups) -- coups, events and the null probability of each group (pad
     unused groups with n = x = 0). Returns shape (subjects,)."""
-    n = np.atleast_2d(np.asarray(n, dtype=float))
-    x = np.atleast_2d(np.asarray(x, dtype=float))
-    q = np.broadcast_to(np.atleast_2d(np.asarray(q, dtype=float)), n.shape)
-    if np.any(x > n) or np.any(x < 0):
-        raise ValueError("events must be between 0 and the coups")
-    if np.any((q <= 0) | (q >= 1)):
-        raise ValueError("null probabilities must lie strictly between 0 and 1")
+    n, x, q = _counts(n, x, q)
     theta = design.thetas[:, None, None]  # (k, 1, 1)
     # log(1 - q + q e^theta), stable for small q: log1p(q (e^theta - 1))
     cumulant = np.log1p(q[None] * np.expm1(theta))  # (k, s, g)
@@ -102,11 +96,39 @@ def log_lambda(design: Design, n, x, q) -> np.ndarray:
     return top + np.log(np.exp(log_lr - top + design.log_weights[:, None]).sum(axis=0))
 
 
+def _counts(n, x, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, x, q) as float arrays of one shape (subjects, groups), or a
+    ValueError naming what is wrong."""
+    n = np.atleast_2d(np.asarray(n, dtype=float))
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    if n.ndim != 2 or n.shape != x.shape:
+        raise ValueError(f"coups and events must have one shape (subjects, groups):"
+                         f" coups {n.shape}, events {x.shape}")
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    try:
+        q = np.broadcast_to(q, n.shape)
+    except ValueError:
+        raise ValueError(f"null probabilities {q.shape} do not fit the coups"
+                         f" {n.shape}") from None
+    for name, a in (("coups", n), ("events", x), ("null probabilities", q)):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be finite numbers")
+    if np.any(n < 0):
+        raise ValueError("coups must not be negative")
+    if np.any(x > n) or np.any(x < 0):
+        raise ValueError("events must be between 0 and the coups")
+    if np.any((q <= 0) | (q >= 1)):
+        raise ValueError("null probabilities must lie strictly between 0 and 1")
+    return n, x, q
+
+
 def subject_level(alpha: float, subjects: int) -> float:
     """Each subject's level when a family's per-shift false-alarm budget
     ``alpha`` is split over ``subjects`` (the union bound)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    if int(subjects) != subjects or subjects < 0:
+        raise ValueError(f"subjects must be a whole number >= 0, not {subjects!r}")
     return alpha / max(1, int(subjects))
 
 
@@ -129,9 +151,9 @@ def evaluate(design: Design, n, x, q, *, level: float,
     """Evaluate every subject at one look. ``previous_max_log_lambda`` (per
     subject, optional) carries the largest log Lambda of earlier looks into
     the p-value; a look alone gives the p-value of the looks it has seen."""
-    n2 = np.atleast_2d(np.asarray(n, dtype=float))
-    x2 = np.atleast_2d(np.asarray(x, dtype=float))
-    q2 = np.broadcast_to(np.atleast_2d(np.asarray(q, dtype=float)), n2.shape)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie strictly between 0 and 1, not {level!r}")
+    n2, x2, q2 = _counts(n, x, q)
     ll = log_lambda(design, n2, x2, q2)
     best = ll if previous_max_log_lambda is None else np.maximum(
         ll, np.asarray(previous_max_log_lambda, dtype=float))
