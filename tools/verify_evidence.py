@@ -159,6 +159,14 @@ def arguments(argv=None) -> argparse.Namespace:
                    help="the time-stamping authority's root certificate, or its own "
                    "(PEM or DER; a PEM may hold several, each trusted)")
     p.add_argument("--engine", type=Path, help="a reviewed copy of tables/chemmy")
+    p.add_argument("--witness-key", action="append", default=[], metavar="VKEY",
+                   help="a witness's cosignature/v1 verifier key you trust (yours: "
+                   "name+keyid+key, as `python -m tools.witness --new-key` prints "
+                   "it); repeatable. Then every window must be in a checkpoint "
+                   "cosigned by --quorum of them")
+    p.add_argument("--quorum", type=int, metavar="N",
+                   help="how many of the --witness-key witnesses must have cosigned "
+                   "(default: all)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--memory-limit", type=int, default=MEMORY_LIMIT_MB,
                    metavar="MB", help="the address space this program allows "
@@ -190,6 +198,25 @@ def memory_limit(mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
+def witness_keys(args: argparse.Namespace) -> list:
+    """The --witness-key keys (cosignature/v1) and a quorum that can be met."""
+    from evidence_verifier import tlog
+
+    keys = []
+    for text in args.witness_key:
+        try:
+            key = tlog.parse_vkey(text)
+        except tlog.ProofError as exc:
+            raise Unreadable(f"--witness-key {text[:100]!r}: {exc}") from exc
+        if key.alg != tlog.ALG_COSIGNATURE_V1:
+            raise Unreadable(f"--witness-key {key.name}: not a cosignature/v1 key")
+        keys.append(key)
+    if args.quorum is not None and not 0 < args.quorum <= len(keys):
+        raise Unreadable(f"--quorum {args.quorum}: between 1 and the "
+                         f"{len(keys)} --witness-key given")
+    return keys
+
+
 def _malformed(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"no field {str(exc.args[0])[:100]!r} where one is needed"
@@ -217,7 +244,9 @@ def main(argv=None) -> int:
             cert = (x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data
                     else [x509.load_der_x509_certificate(data)])
         engine = load_engine(args.engine) if args.engine else None
-        v = Verifier(args.bundle, keys, cert, engine, args.jobs)
+        witnesses = witness_keys(args)
+        v = Verifier(args.bundle, keys, cert, engine, args.jobs, witnesses,
+                     args.quorum)
         return report(v, args, v.run())
     except Unreadable as exc:
         print(f"UNREADABLE: {exc}", file=sys.stderr)
