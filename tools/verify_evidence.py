@@ -3,7 +3,8 @@
 database, no secret. Standard library plus `cryptography`.
 
     python tools/verify_evidence.py BUNDLE.zip --public-key casino.pem \
-        [--public-key old.pem ...] [--tsa-cert tsa.pem] [--engine DIR] [--json]
+        [--public-key old.pem ...] [--tsa-cert tsa.pem] [--engine DIR] [--json] \
+        [--witness-key VKEY ... [--quorum N]]
 
     python tools/verify_evidence.py coup-proof PROOF.json --log-key VKEY \
         --witness-key VKEY ... [--quorum N]
@@ -28,6 +29,17 @@ What it checks, in order:
    certificate, a time-stamping one, which is the one given or chains up
    to it through the CA certificates the token carries, in any order
    (evidence_verifier/tsa.py says exactly what);
+2b. the checkpoints of the log's Merkle tree (`checkpoints.jsonl`): each
+   signed by the log's key (a --public-key, under the checkpoint's origin),
+   each cosignature of a witness the bundle lists or `--witness-key` gives
+   and holding, a consistency proof between successive checkpoints of a
+   log (evidence_verifier/witnessed.py says exactly what); then, as step 3
+   walks the rows, each checkpoint's root recomputed from the window's own
+   rows (leaf = the row's public link) and the hashes beside them: every
+   row of every window must be in a checkpoint's tree. A window no
+   checkpoint covers is a warning, a failure with `--witness-key` (then the
+   checkpoint covering each window needs `--quorum` of those witnesses,
+   default all);
 3. the change log: within each window, every row's public link is the
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;
@@ -61,7 +73,9 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   {"default": v} when a row at v leaves it out, {"kept": true} otherwise),
   `windows` ([{first, last, seed_row, seed}]: log rows first..last, seed the
   link of the row before), `public_keys` (for information: trust only the
-  key you were given), `parts` ({name: {sha256, bytes, lines}}).
+  key you were given), `witness_keys` (the witnesses' cosignature/v1 keys
+  the casino configured; the same caveat: pass yours with --witness-key),
+  `parts` ({name: {sha256, bytes, lines}}).
 - `ledger.jsonl`: {"label", "key", "id", "row"}; `row` is exactly the dict
   the trail digests (sorted keys, no spaces, non-ASCII kept). Order: the
   tableau versions, tables and house rules, then session by session (the
@@ -84,6 +98,17 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   TimeStampToken over the same statement: the one given when the anchor
   was taken, else the earliest given later; null when the authority had not
   answered yet).
+- `checkpoints.jsonl` (absent from a bundle of an earlier release: read as
+  empty): {"kind": "checkpoint", "note" (the c2sp.org/tlog-checkpoint signed
+  note, as published), "cosignatures" (c2sp.org/tlog-cosignature lines),
+  "consistency" (base64 hashes: RFC 6962 proof from the previous checkpoint
+  of the same origin)}, in (origin, size) order; then {"kind": "segment",
+  "window" (its index in `windows`), "origin", "first_row", "last_row"
+  (the window's rows that are leaves of that log, consecutive),
+  "first_index" (the first one's leaf index), "left" (base64 hashes of the
+  complete subtrees left of it, tlog.subtrees(0, first_index)), "checks"
+  ([{"size", "right"}]: a checkpoint of that origin and size, and the
+  hashes of the subtrees from past the last row's leaf up to its size)}.
 - `report.json`: {"stamp", "rows"}: the commission per table and gaming day
   as the casino's reports read it; the stamp (the rows' SHA-256, the total,
   the closing anchor) carries `signing_key_id` and `signature`, the Ed25519
