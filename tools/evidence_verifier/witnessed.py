@@ -30,6 +30,7 @@ from . import tlog
 from .common import Unreadable
 
 PART = "checkpoints.jsonl"
+_sha, _fromhex = hashlib.sha256, bytes.fromhex
 
 
 def _need(value, kind, what: str):
@@ -171,8 +172,16 @@ class WindowFeed:
             if len(self.uncovered) < 2:
                 self.uncovered.append(rid)
             return
+        # CompactRange.leaf, inline: this runs once a row
         rng = seg.range
-        rng.leaf(hashlib.sha256(b"\x00" + bytes.fromhex(link)).digest())
+        h = _sha(b"\x00" + _fromhex(link)).digest()
+        n = rng.size
+        rng.size = n + 1
+        edge = rng.edge
+        while n & 1:
+            h = _sha(b"\x01" + edge.pop() + h).digest()
+            n >>= 1
+        edge.append(h)
         if seg.due and seg.due[0].size == rng.size:
             seg.at_size(self.roots)
         if rid == seg.last_row:
