@@ -153,7 +153,7 @@ def push_one(witness: dict, cp: Checkpoint) -> str:
     last = last_cosigned(name, cp.epoch)
     old = last.checkpoint.size if last else 0
     url = witness["url"] + "/add-checkpoint"
-    for _ in range(3):
+    for _attempt in range(3):
         if old > cp.size:
             return _behind(witness, cp, old, last)
         body = tlog.add_checkpoint_body(

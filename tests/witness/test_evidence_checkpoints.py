@@ -69,6 +69,20 @@ def check(verify, signing_key):  # noqa: F811
     return run
 
 
+def manifest_edited(bundle, out, edit, drop: str = ""):
+    """A copy of the bundle with its manifest changed by `edit` (and the
+    part `drop` left out)."""
+    with zipfile.ZipFile(bundle) as z:
+        parts = {n: z.read(n) for n in z.namelist() if n != drop}
+    manifest = json.loads(parts["manifest.json"])
+    edit(manifest)
+    parts["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+    return out
+
+
 def lines(path, name="checkpoints.jsonl") -> list[dict]:
     with zipfile.ZipFile(path) as z:
         return [json.loads(x) for x in z.read(name).splitlines()]
@@ -168,16 +182,11 @@ def test_a_cosignature_of_another_witness_key(bundle, tmp_path, check, witness):
     assert "of no witness the bundle lists or --witness-key gives" in out
     assert "is cosigned by 0 of the witnesses given (none); quorum 1" in out
     # the bundle's own list changed with it: the regulator's key still refuses
-    with zipfile.ZipFile(forged) as z:
-        parts = {n: z.read(n) for n in z.namelist()}
-    manifest = json.loads(parts["manifest.json"])
-    manifest["witness_keys"] = [tlog.vkey(witness.name, tlog.public_raw(
-        other.public_key()), tlog.ALG_COSIGNATURE_V1)]
-    parts["manifest.json"] = json.dumps(manifest).encode()
-    again = tmp_path / "y.zip"
-    with zipfile.ZipFile(again, "w") as z:
-        for name, data in parts.items():
-            z.writestr(name, data)
+    def listed(manifest):
+        manifest["witness_keys"] = [tlog.vkey(witness.name, tlog.public_raw(
+            other.public_key()), tlog.ALG_COSIGNATURE_V1)]
+
+    again = manifest_edited(forged, tmp_path / "y.zip", listed)
     code, out = check(again)
     assert code == 0, out  # the bundle alone cannot tell: hence --witness-key
     code, out = check(again, "--witness-key", witness.vkey)
@@ -274,15 +283,11 @@ def test_no_witness_configured_is_a_warning(croupier, signing_key, settings,  # 
     assert code == 1, out
     assert "no witness configured, or the bundle was built before" in out
     # a bundle of an earlier release (no checkpoints.jsonl) is read as none
-    with zipfile.ZipFile(path) as z:
-        parts = {n: z.read(n) for n in z.namelist() if n != "checkpoints.jsonl"}
-    manifest = json.loads(parts["manifest.json"])
-    del manifest["parts"]["checkpoints.jsonl"], manifest["witness_keys"]
-    parts["manifest.json"] = json.dumps(manifest).encode()
-    old = tmp_path / "old.zip"
-    with zipfile.ZipFile(old, "w") as z:
-        for name, data in parts.items():
-            z.writestr(name, data)
+    def earlier(manifest):
+        del manifest["parts"]["checkpoints.jsonl"], manifest["witness_keys"]
+
+    old = manifest_edited(path, tmp_path / "old.zip", earlier,
+                          drop="checkpoints.jsonl")
     code, out = check(old)
     assert code == 0, out
     code, out = check(old, "--witness-key", vkey)

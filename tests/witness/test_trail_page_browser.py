@@ -5,6 +5,7 @@ var/screenshots/trail-witnesses-{en,fr}.png."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
-def _page(browser, live_server, user, locale: str):
+@contextmanager
+def trail_page(browser, live_server, user, locale: str, heading: str):
+    """The trail page signed in as `user`, in `locale`: its Witnesses
+    section, checked by the layout every language shares; then a screenshot
+    of it."""
     context = browser.new_context(viewport={"width": 1280, "height": 900},
                                   locale=locale)
     client = Client()
@@ -27,7 +32,19 @@ def _page(browser, live_server, user, locale: str):
     context.add_cookies([{"name": "sessionid",
                           "value": client.cookies["sessionid"].value,
                           "url": live_server.url}])
-    return context, context.new_page()
+    try:
+        page = context.new_page()
+        page.goto(live_server.url + "/floor/trail/")
+        section = page.locator("#witnesses")
+        expect(section.get_by_role("heading", name=heading)).to_be_visible()
+        # no paragraph left empty by a list inside it (the HTML holds)
+        expect(section.locator("p:empty")).to_have_count(0)
+        expect(section.locator("#witness-each tbody tr")).to_have_count(2)
+        yield section
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        section.screenshot(path=str(SHOTS / f"trail-witnesses-{locale[:2]}.png"))
+    finally:
+        context.close()
 
 
 @pytest.fixture
@@ -42,26 +59,10 @@ def witnessed(witnesses):  # noqa: F811
     return witnesses
 
 
-def _shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator("#witnesses").screenshot(path=str(SHOTS / f"{name}.png"))
-
-
-def _common(section) -> None:
-    # no paragraph left empty by a list inside it (the HTML holds)
-    expect(section.locator("p:empty")).to_have_count(0)
-    expect(section.locator("#witness-each tbody tr")).to_have_count(2)
-
-
 def test_the_witnesses_section_in_english(browser, live_server, auditor, witnessed):
     rows = ChangeLog.objects.count()
     first = Checkpoint.objects.order_by("id").first().size
-    context, page = _page(browser, live_server, auditor, "en-GB")
-    try:
-        page.goto(live_server.url + "/floor/trail/")
-        section = page.locator("#witnesses")
-        expect(section.get_by_role("heading", name="Witnesses")).to_be_visible()
-        _common(section)
+    with trail_page(browser, live_server, auditor, "en-GB", "Witnesses") as section:
         expect(section.locator("#witness-cosigned")).to_contain_text(
             f"Latest cosigned checkpoint: {rows:,} rows (epoch 1), made at")
         expect(section.locator("#witness-cosigners li")).to_have_count(1)
@@ -77,9 +78,6 @@ def test_the_witnesses_section_in_english(browser, live_server, auditor, witness
         expect(section.locator("#witness-quorum")).to_have_text(
             f"The database holds {rows:,} rows of this epoch; quorum 2 of 2 "
             "witnesses.")
-        _shot(page, "trail-witnesses-en")
-    finally:
-        context.close()
 
 
 def _fr(n: int) -> str:
@@ -88,12 +86,7 @@ def _fr(n: int) -> str:
 
 def test_the_witnesses_section_in_french(browser, live_server, auditor, witnessed):
     rows = ChangeLog.objects.count()
-    context, page = _page(browser, live_server, auditor, "fr-FR")
-    try:
-        page.goto(live_server.url + "/floor/trail/")
-        section = page.locator("#witnesses")
-        expect(section.get_by_role("heading", name="Témoins")).to_be_visible()
-        _common(section)
+    with trail_page(browser, live_server, auditor, "fr-FR", "Témoins") as section:
         expect(section.locator("#witness-cosigned")).to_contain_text(
             f"Dernier point de contrôle cosigné : {_fr(rows)} lignes (époque 1)")
         expect(section.locator("#witness-each thead")).to_contain_text(
@@ -107,6 +100,3 @@ def test_the_witnesses_section_in_french(browser, live_server, auditor, witnesse
         assert "witnesses" not in notes.inner_text()
         expect(section.locator("#witness-quorum")).to_contain_text(
             f"La base contient {_fr(rows)} lignes")
-        _shot(page, "trail-witnesses-fr")
-    finally:
-        context.close()
