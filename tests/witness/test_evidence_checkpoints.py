@@ -20,7 +20,7 @@ from casino.merkle import log_vkey
 from tables.models import Coup
 from tables.simulation import simulate
 from tests.evidence.conftest import rewrite, signing_key, verify  # noqa: F401
-from tests.witness.test_app_witness import write
+from tests.witness.conftest import write
 from tools.evidence_verifier import tlog
 from tools.evidence_verifier.common import body, sha256_hex
 

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from casino.checkpoints import checkpoint_publish
 from casino.models import ChangeLog, Checkpoint
-from tests.witness.test_app_witness import witnesses, write  # noqa: F401
+from tests.witness.conftest import write
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
@@ -48,7 +48,7 @@ def trail_page(browser, live_server, user, locale: str, heading: str):
 
 
 @pytest.fixture
-def witnessed(witnesses):  # noqa: F811
+def witnessed(witnesses):
     """Checkpoints cosigned by both, then w2 down: the latest is cosigned by
     w1 alone."""
     write(1200)
