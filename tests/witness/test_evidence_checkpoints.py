@@ -266,6 +266,54 @@ def test_malformed_checkpoint_members_are_unreadable(bundle, tmp_path, check, ho
     assert "Traceback" not in out
 
 
+def _mutant(rng, items: list[dict]) -> list:
+    """One random change to checkpoints.jsonl's lines: a field dropped or of
+    another type (at the top or one level down), a line removed, repeated,
+    swapped or replaced."""
+    from tests.evidence.test_malformed import ODD
+
+    i, j = rng.randrange(len(items)), rng.randrange(len(items))
+    kind = rng.randrange(4)
+    if kind < 2:
+        obj = items[i]
+        inner = [v for v in obj.values() if isinstance(v, list) and v
+                 and isinstance(v[0], dict)]
+        if inner and rng.random() < 0.5:
+            obj = rng.choice(inner[0])
+        key = rng.choice(sorted(obj))
+        if kind == 0:
+            del obj[key]
+        else:
+            obj[key] = rng.choice(ODD)
+    elif kind == 2:
+        items.insert(i, items[j]) if rng.random() < 0.5 else items.pop(i)
+    else:
+        items[i], items[j] = items[j], rng.choice([items[i], *ODD[:6]])
+    return items
+
+
+def test_fuzzed_checkpoints_never_crash(bundle, tmp_path, signing_key):  # noqa: F811
+    """Forty mutants of the part, verified in one Python with only
+    `cryptography` and a memory limit (tests/evidence/test_malformed.py's
+    runner): each ends in 0, 1 or 2 with a sentence, never a traceback."""
+    import random
+
+    from tests.evidence.test_malformed import _held, run_all
+
+    rng = random.Random(37)
+    files = []
+    for n in range(40):
+        path = tmp_path / f"m{n}.zip"
+        rewrite(bundle, path, _edit_checkpoints(lambda items: _mutant(rng, items)))
+        files.append(path)
+    reports, _peak = run_all(tmp_path, files, signing_key)
+    codes = {}
+    for report in reports.values():
+        _held(report)
+        codes[report["code"]] = codes.get(report["code"], 0) + 1
+    assert codes.get(2, 0) > 5 and codes.get(1, 0) > 5, codes
+
+
 def test_no_witness_configured_is_a_warning(croupier, signing_key, settings,  # noqa: F811
                                             tmp_path, check):
     settings.WITNESSES, settings.WITNESS_QUORUM = [], 0
