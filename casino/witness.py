@@ -42,6 +42,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.formats import number_format
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from tools.evidence_verifier import tlog
@@ -218,7 +219,10 @@ class Comparison:
 
 
 def _n(number: int) -> str:
-    """A count as the active language writes it (1,204; 1 204 in French)."""
+    """A count as the active language writes it (1,204; 1 204 in French);
+    with translation off (no language), as English does."""
+    if get_language() is None:
+        return f"{number:,}"
     return number_format(number, force_grouping=True)
 
 
