@@ -35,11 +35,11 @@ What it checks, in order:
    and holding, a consistency proof between successive checkpoints of a
    log (evidence_verifier/witnessed.py says exactly what); then, as step 3
    walks the rows, each checkpoint's root recomputed from the window's own
-   rows (leaf = the row's public link) and the hashes beside them: every
-   row of every window must be in a checkpoint's tree. A window no
-   checkpoint covers is a warning, a failure with `--witness-key` (then the
-   checkpoint covering each window needs `--quorum` of those witnesses,
-   default all);
+   rows (leaf = the row's public link) and the hashes beside them: each
+   window's last row (whose link binds every row before it) must be in a
+   checkpoint's tree. A window whose last row none holds is a warning, a
+   failure with `--witness-key` (then that checkpoint needs `--quorum` of
+   those witnesses, default all);
 3. the change log: within each window, every row's public link is the
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;

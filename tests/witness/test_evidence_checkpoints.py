@@ -104,7 +104,7 @@ def test_a_clean_bundle_verifies_with_the_regulators_witness_key(
     assert manifest["witness_keys"] == [witness.vkey]
     code, out = check(bundle, "--witness-key", witness.vkey)
     assert code == 0, out
-    assert "checkpoints: every log row of the" in out
+    assert "checkpoints: the last row of each of the" in out
     assert "cosigned by witness.example/w1" in out
     code, out = check(bundle)  # the bundle's own list of witness keys
     assert code == 0, out
@@ -213,7 +213,7 @@ def test_checkpoints_removed(bundle, tmp_path, check, witness):
     assert "WARNING: log window" in out and "with --witness-key this fails" in out
     code, out = check(forged, "--witness-key", witness.vkey)
     assert code == 1, out
-    assert "are in no checkpoint the bundle carries" in out
+    assert "is in no checkpoint the bundle carries" in out
     # only the closing checkpoint removed: the window's tail is covered by none
     def change(items):
         last = [x for x in items if x["kind"] == "checkpoint"][-1]
@@ -226,7 +226,7 @@ def test_checkpoints_removed(bundle, tmp_path, check, witness):
     code, out = check(rewrite(bundle, tmp_path / "y.zip", _edit_checkpoints(change)),
                       "--witness-key", witness.vkey)
     assert code == 1, out
-    assert "are in no checkpoint the bundle carries" in out
+    assert "is in no checkpoint the bundle carries" in out
 
 
 def test_a_truncated_window(bundle, tmp_path, check):
@@ -345,3 +345,42 @@ def test_no_witness_configured_is_a_warning(croupier, signing_key, settings,  # 
 def test_a_bad_witness_key_option_is_unreadable(bundle, check):
     code, out = check(bundle, "--witness-key", "nonsense")
     assert code == 2 and "UNREADABLE: --witness-key" in out, out
+
+
+@pytest.mark.tampers
+def test_a_window_across_a_declared_epoch(signing_key, witnesses, croupier,  # noqa: F811
+                                          tmp_path, check):
+    """A dump restored and declared (casino/epochs.py) inside the period's
+    window: the window's rows are leaves of two logs (the epoch's origin
+    names the second), each checked against its own checkpoints."""
+    import io
+
+    from django.core.management import call_command
+
+    from casino.models import ChangeLog
+    from tests.witness.conftest import cosigned_then_restored
+
+    simulate(user=croupier, tables=1, shoes=1, seed=5)
+    cosigned_then_restored(3, 4)
+    checkpoint_publish()  # the witnesses name the rollback: writes stop
+    call_command("trail_epoch", "--reason", "restored the 21:00 dump",
+                 stdout=io.StringIO())
+    declared = ChangeLog.objects.get(action="casino.trail.epoch_declared")
+    for w in witnesses:
+        w.stop()
+        w.logs.append(declared.new["log_key"])
+        w.start()
+    write(3, tag="after the declaration")
+    trail_anchor(reason="test")
+    checkpoint_publish()
+    path = tmp_path / "bundle.zip"
+    evidence_build(from_day=_period()[0], to_day=_period()[1], path=path)
+    origins = {x["origin"] for x in lines(path) if x["kind"] == "segment"}
+    assert len(origins) == 2, lines(path)
+    code, out = check(path, *(a for w in witnesses for a in ("--witness-key", w.vkey)))
+    assert code == 0, out
+    # the flag row the rollback raised, before the declaration, is in neither
+    # log's tree: the declaration's link binds it
+    flag = ChangeLog.objects.filter(id__lt=declared.pk).order_by("-id").first()
+    assert f"rows {flag.pk}-{flag.pk} are in no checkpoint's tree" in out
+    assert "cosigned by witness.example/w1, witness.example/w2" in out

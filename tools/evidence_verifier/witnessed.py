@@ -1,5 +1,5 @@
 """The bundle's checkpoints (`checkpoints.jsonl`, audit/evidence/witnessed.py
-builds it): every log row of the windows is a leaf of a tree the casino
+builds it): the log rows of the windows are leaves of trees the casino
 signed and its witnesses cosigned (issue 37).
 
 1. each checkpoint is a signed note (c2sp.org/signed-note) whose Ed25519
@@ -14,10 +14,13 @@ signed and its witnesses cosigned (issue 37).
    `first_index`): the hashes left of it and the window's own rows (leaf =
    SHA-256(0x00 || the row's public link)) and, past its last row, the
    hashes right of it give each checkpoint's root;
-5. every row of every window is in a segment whose tree a checkpoint
-   covers. A window none covers is a warning, or, with --witness-key, a
-   failure; with --witness-key, the checkpoint covering each window must
-   be cosigned by --quorum of the keys given (default: all).
+5. each window's last row is a leaf of a checkpoint whose root step 4
+   recomputed: its link binds every row of the window before it (step 3
+   walks them), so no row can change under it. A window whose last row no
+   checkpoint holds is a warning, or, with --witness-key, a failure; with
+   --witness-key, that checkpoint must be cosigned by --quorum of the keys
+   given (default: all). Rows before it in no checkpoint's tree (written
+   between a rollback and its declared epoch, casino/epochs.py) are noted.
 Cost: one SHA-256 a row plus one a row amortized, O(log n) a checkpoint.
 """
 
@@ -158,19 +161,26 @@ class WindowFeed:
         self.at = 0
         self.cur: Segment | None = None
         self.next_start = self.segments[0].first_row if self.segments else None
-        self.uncovered: list[int] = []  # rows in no segment
+        self.gaps: list[list[int]] = []  # runs of rows in no segment (the first)
+        self.gap: list[int] | None = None
+        self.tail: Segment | None = None  # the segment of the last row fed
         self.ended = False
 
     def row(self, rid: int, link: str) -> None:
         seg = self.cur
         if rid == self.next_start:
-            seg = self.cur = self.segments[self.at]
+            seg = self.cur = self.tail = self.segments[self.at]
+            self.gap = None
             self.at += 1
             self.next_start = (self.segments[self.at].first_row
                                if self.at < len(self.segments) else None)
         if seg is None:
-            if len(self.uncovered) < 2:
-                self.uncovered.append(rid)
+            self.tail = None
+            if self.gap is not None:
+                self.gap[1] = rid
+            elif len(self.gaps) < 3:
+                self.gap = [rid, rid]
+                self.gaps.append(self.gap)
             return
         # CompactRange.leaf, inline: this runs once a row
         rng = seg.range
@@ -305,24 +315,31 @@ class Witnessed:
                     problems.append(
                         f"{span}: ends before row {seg.last_row}, the last of the "
                         f"leaves its checkpoints were made with (rows removed)")
-                    continue
-                covering = seg.covering(self.roots)
-                if not covering:
-                    uncovered.append(f"{span}: rows {seg.first_row}-{seg.last_row} "
-                                     "are in no checkpoint the bundle carries")
-                    continue
-                best = max(covering, key=lambda c: self._cosigned(c))
-                cosigners.update(name for name, _ in best.cosigners)
-                if self.required and self._cosigned(best) < self.quorum:
-                    names = sorted(k.name for k in self.required
-                                   if (k.name, k.key_id) in best.cosigners)
-                    quorum_short.append(
-                        f"{span}: the checkpoint covering it ({best.size} of "
-                        f"{best.origin}) is cosigned by {len(names)} of the witnesses "
-                        f"given ({', '.join(names) or 'none'}); quorum {self.quorum}")
-            if feed.uncovered:
-                uncovered.append(f"{span}: rows from {feed.uncovered[0]} on are in no "
+            tail = feed.tail
+            covering = tail.covering(self.roots) if tail and tail.closed else []
+            if not covering:
+                # the window's last row binds every row before it (the links):
+                # it is the one that must be in a checkpoint's tree
+                uncovered.append(f"{span}: its last row, {window['last']}, is in no "
                                  "checkpoint the bundle carries")
+                continue
+            best = max(covering, key=lambda c: self._cosigned(c))
+            cosigners.update(name for name, _ in best.cosigners)
+            if self.required and self._cosigned(best) < self.quorum:
+                names = sorted(k.name for k in self.required
+                               if (k.name, k.key_id) in best.cosigners)
+                quorum_short.append(
+                    f"{span}: the checkpoint covering it ({best.size} of "
+                    f"{best.origin}) is cosigned by {len(names)} of the witnesses "
+                    f"given ({', '.join(names) or 'none'}); quorum {self.quorum}")
+            loose = [f"{a}-{b}" for a, b in feed.gaps] + [
+                f"{seg.first_row}-{seg.last_row}" for seg in feed.segments
+                if seg is not tail and seg.closed and not seg.covering(self.roots)]
+            if loose:
+                notes.append(f"{span}: rows {', '.join(loose)} are in no checkpoint's "
+                             "tree the bundle carries (as rows written between a "
+                             "rollback and its declared epoch are not); the links "
+                             f"bind them to row {window['last']}, which is")
         problems += quorum_short
         if uncovered:
             why = ("no witness configured, or the bundle was built before the next "
@@ -336,8 +353,9 @@ class Witnessed:
                           for u in uncovered]
         elif windows and not problems:
             notes.append(
-                f"checkpoints: every log row of the {len(windows)} window(s) is a "
-                f"leaf of {len(self.roots)} checkpoint(s) signed by the log's key, "
+                f"checkpoints: the last row of each of the {len(windows)} window(s) "
+                f"(and through the links every row before it) is a leaf of "
+                f"{len(self.roots)} checkpoint(s) signed by the log's key, "
                 f"consistent with each other; cosigned by "
                 f"{', '.join(sorted(cosigners)) or 'no witness'}"
                 + ("" if self.required else " (checked against the witness keys "
