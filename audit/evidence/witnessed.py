@@ -13,14 +13,15 @@ to the checkpoint's size: with the window's own rows the verifier
 recomputes each checkpoint's root (tools/evidence_verifier/witnessed.py).
 
 Which checkpoints: for each segment, the earliest whose tree covers its
-last leaf and that the quorum of witnesses (WITNESS_QUORUM) cosigned, else
-the earliest covering it (with what cosignatures it has); and the last one
-made in each hour inside the segment (a month: ~720, not a checkpoint a
-second). Each checkpoint once, by log and size, with its stored
-cosignatures and a consistency proof from the previous one of its log.
-O(log n) look-ups a checkpoint; nothing per row. A window no checkpoint
-covers yet (no beat, or built before the next tick) is carried as far as
-one does: the verifier says so.
+last leaf and that the quorum of witnesses (WITNESS_QUORUM) cosigned
+(looked for among the next 10,000), else the earliest covering it (with
+what cosignatures it has); and the last one made in each hour inside the
+segment (a month: ~720, not a checkpoint a second). Each checkpoint once,
+by log and size, with its stored cosignatures and a consistency proof from
+the previous one of its log. O(log n) tree nodes a checkpoint, fetched a
+level at a time (a few queries for the whole bundle); nothing per row. A
+window no checkpoint covers yet (no beat, or built before the next tick)
+is carried as far as one does: the verifier says so.
 
 Lines: {"kind": "checkpoint", "note", "cosignatures": [lines],
 "consistency": [base64 hashes]} in (log, size) order, then {"kind":
@@ -35,7 +36,7 @@ from django.db.models import Count, Max
 from django.db.models.functions import Trunc
 
 from casino.merkle import DbNodes, origin
-from casino.models import Checkpoint, TreeNode, WitnessEvent
+from casino.models import Checkpoint, Cosignature, TreeNode, WitnessEvent
 from tools.evidence_verifier import tlog
 
 PART = "checkpoints.jsonl"
@@ -71,24 +72,85 @@ def _segment(start: int, end: int) -> dict | None:
             "last_row": last["row"]}
 
 
-def _chosen(epoch: int, lo: int, hi: int) -> list[Checkpoint]:
-    """The checkpoints a segment of leaves [lo, hi) is checked against."""
-    mine = Checkpoint.objects.filter(epoch=epoch)
-    hourly = (mine.filter(size__gt=lo, size__lte=hi)
-              .annotate(hour=Trunc("at", "hour")).order_by()
-              .values("hour").annotate(last=Max("id")).values_list("last",
-                                                                   flat=True))
-    ids = set(hourly)
-    covering = mine.filter(size__gte=hi).order_by("size", "id")
+BATCH = 200  # covering checkpoints looked at a time for the quorum
+SEARCH = 50  # batches: past 10,000 checkpoints (over an hour), the earliest
+
+
+def _closing(mine, hi: int) -> int | None:
+    """The earliest checkpoint holding leaf hi - 1 that the quorum cosigned
+    (looked for a batch at a time, in tree order: no count over the whole
+    log's checkpoints), else the earliest holding it."""
     quorum = max(settings.WITNESS_QUORUM, 1) if settings.WITNESSES else 0
-    closing = None
-    if quorum:
-        closing = (covering.annotate(n=Count("cosignatures")).filter(n__gte=quorum)
-                   .values_list("id", flat=True).first())
-    closing = closing or covering.values_list("id", flat=True).first()
+    covering = mine.filter(size__gte=hi).order_by("size", "id")
+    first, after = None, None
+    for _ in range(SEARCH if quorum else 1):
+        page = covering if after is None else covering.filter(size__gt=after)
+        ids = list(page.values_list("id", "size")[:BATCH])
+        if not ids:
+            break
+        first = first or ids[0][0]
+        if not quorum:
+            break
+        counts = dict(Cosignature.objects.filter(checkpoint_id__in=[i for i, _ in ids])
+                      .values("checkpoint_id").annotate(n=Count("id"))
+                      .values_list("checkpoint_id", "n"))
+        for cid, _size in ids:
+            if counts.get(cid, 0) >= quorum:
+                return cid
+        after = ids[-1][1]
+    return first
+
+
+def _chosen(epoch: int, lo: int, hi: int) -> list[Checkpoint]:
+    """The checkpoints a segment of leaves [lo, hi) is checked against: the
+    closing one, and the last of each hour inside it."""
+    mine = Checkpoint.objects.filter(epoch=epoch)
+    ids = set(mine.filter(size__gt=lo, size__lte=hi)
+              .annotate(hour=Trunc("at", "hour")).order_by()
+              .values("hour").annotate(last=Max("id")).values_list("last", flat=True))
+    closing = _closing(mine, hi)
     if closing is not None:
         ids.add(closing)
     return list(Checkpoint.objects.filter(id__in=ids).order_by("size", "id"))
+
+
+ZERO = bytes(tlog.HASH_SIZE)
+
+
+def _prefetched(epoch: int, jobs: list) -> list:
+    """Each job (a function of a tlog.Nodes) run over the epoch's tree, the
+    nodes they all read fetched first in a few queries a level (a first
+    pass records the positions: the shape of a proof does not depend on the
+    hashes), not one query a node."""
+    wanted: set[tuple[int, int]] = set()
+
+    def record(level: int, index: int) -> bytes:
+        wanted.add((level, index))
+        return ZERO
+
+    for job in jobs:
+        job(record)
+    cache: dict[tuple[int, int], bytes] = {}
+    by_level: dict[int, list[int]] = {}
+    for level, index in wanted:
+        by_level.setdefault(level, []).append(index)
+    for level, indexes in by_level.items():
+        indexes.sort()
+        for at in range(0, len(indexes), 2000):
+            for index, h in TreeNode.objects.filter(
+                    epoch=epoch, level=level,
+                    index__in=indexes[at:at + 2000]).values_list("index", "hash"):
+                cache[(level, index)] = bytes.fromhex(h)
+    nodes = DbNodes(cache, epoch=epoch)  # (a node not found: read, or named)
+    return [job(nodes.get) for job in jobs]
+
+
+def _subtrees(lo: int, hi: int):
+    return lambda get: _b64(get(*p) for p in tlog.subtrees(lo, hi))
+
+
+def _consistency(old: int, new: int):
+    return lambda get: _b64(tlog.consistency_proof(get, old, new))
 
 
 def checkpoint_lines(windows: list[dict]) -> list[dict]:
@@ -99,32 +161,41 @@ def checkpoint_lines(windows: list[dict]) -> list[dict]:
             seg = _segment(start, end)
             if seg is None:
                 continue
-            cps = _chosen(seg["epoch"], seg["lo"], seg["hi"])
-            nodes = DbNodes(epoch=seg["epoch"])
-            segments.append({
-                "kind": "segment", "window": n, "origin": origin(seg["epoch"]),
-                "first_row": start, "last_row": seg["last_row"],
-                "first_index": seg["lo"],
-                "left": _b64(nodes.get(*p) for p in tlog.subtrees(0, seg["lo"])),
-                "checks": [{"size": cp.size, "right": _b64(
-                    nodes.get(*p) for p in tlog.subtrees(seg["hi"], cp.size))}
-                    for cp in cps],
-            })
-            for cp in cps:
-                chosen[cp.pk] = cp
-    lines, previous = [], {}
-    for cp in sorted(chosen.values(), key=lambda c: (c.epoch, c.size, c.pk)):
-        before = previous.get(cp.epoch)
-        proof = []
-        if before is not None:
-            proof = tlog.consistency_proof(DbNodes(epoch=cp.epoch).get,
-                                           before.size, cp.size)
-        previous[cp.epoch] = cp
-        lines.append({"kind": "checkpoint", "note": cp.note,
-                      "cosignatures": [c.line for c in
-                                       cp.cosignatures.order_by("witness", "id")],
-                      "consistency": _b64(proof)})
-    return lines + segments
+            seg["cps"] = _chosen(seg["epoch"], seg["lo"], seg["hi"])
+            seg.update(window=n, first_row=start)
+            segments.append(seg)
+            chosen.update((cp.pk, cp) for cp in seg["cps"])
+    ordered = sorted(chosen.values(), key=lambda c: (c.epoch, c.size, c.pk))
+    # the hashes every line needs, by epoch: one prefetch each
+    jobs: dict[int, list] = {}
+    for seg in segments:
+        mine = jobs.setdefault(seg["epoch"], [])
+        seg["jobs"] = len(mine)
+        mine.append(_subtrees(0, seg["lo"]))
+        mine += [_subtrees(seg["hi"], cp.size) for cp in seg["cps"]]
+    before: dict[int, Checkpoint] = {}
+    for cp in ordered:
+        last = before.get(cp.epoch)
+        cp.job = len(jobs.setdefault(cp.epoch, []))
+        jobs[cp.epoch].append(_consistency(last.size if last else 0, cp.size))
+        before[cp.epoch] = cp
+    done = {epoch: _prefetched(epoch, mine) for epoch, mine in jobs.items()}
+    cosigned: dict[int, list[str]] = {}
+    for cid, line in (Cosignature.objects.filter(checkpoint_id__in=list(chosen))
+                      .order_by("witness", "id").values_list("checkpoint_id", "line")):
+        cosigned.setdefault(cid, []).append(line)
+    lines = [{"kind": "checkpoint", "note": cp.note,
+              "cosignatures": cosigned.get(cp.pk, []),
+              "consistency": done[cp.epoch][cp.job]} for cp in ordered]
+    for seg in segments:
+        found, at = done[seg["epoch"]], seg["jobs"]
+        lines.append({
+            "kind": "segment", "window": seg["window"], "origin": origin(seg["epoch"]),
+            "first_row": seg["first_row"], "last_row": seg["last_row"],
+            "first_index": seg["lo"], "left": found[at],
+            "checks": [{"size": cp.size, "right": found[at + 1 + i]}
+                       for i, cp in enumerate(seg["cps"])]})
+    return lines
 
 
 def witness_keys() -> list[str]:

@@ -384,3 +384,30 @@ def test_a_window_across_a_declared_epoch(signing_key, witnesses, croupier,  # n
     flag = ChangeLog.objects.filter(id__lt=declared.pk).order_by("-id").first()
     assert f"rows {flag.pk}-{flag.pk} are in no checkpoint's tree" in out
     assert "cosigned by witness.example/w1, witness.example/w2" in out
+
+
+def test_the_closing_checkpoint_is_the_earliest_the_quorum_cosigned(
+        signing_key, witnesses, settings):  # noqa: F811
+    """A window ending where a witness was down: the bundle closes it with the
+    next checkpoint both cosigned, not the earliest holding its last row
+    (and without a quorum to meet, the earliest); inside it, the last
+    checkpoint of the hour."""
+    from audit.evidence.witnessed import _chosen
+    from casino.models import Checkpoint
+
+    write(3)
+    checkpoint_publish()
+    witnesses[1].stop()
+    write(2)
+    checkpoint_publish()  # cosigned by w1 alone
+    witnesses[1].start()
+    write(2)
+    checkpoint_publish()  # by both
+    first, alone, both = Checkpoint.objects.order_by("size")
+    assert alone.cosignatures.count() == 1 and both.cosignatures.count() == 2
+    chosen = _chosen(1, 0, alone.size)
+    assert chosen == [alone, both]  # (alone: the hour's last inside it)
+    assert _chosen(1, 0, first.size) == [first]
+    settings.WITNESSES, settings.WITNESS_QUORUM = [], 0
+    assert _chosen(1, 0, alone.size) == [alone]
+    assert _chosen(1, 0, first.size - 1) == [first]
