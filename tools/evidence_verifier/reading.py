@@ -1,8 +1,9 @@
 """Reading a bundle with limits, so that no file, however made, costs more
 than a stated amount of memory (docs/evidence.md):
 
-- the ZIP's central directory is at most 64 KiB (a bundle has seven
-  members), checked from its end record before `zipfile` reads it;
+- the ZIP's central directory is at most 64 KiB (a bundle has eight
+  members, seven before checkpoints.jsonl), checked from its end record
+  before `zipfile` reads it;
 - its members are exactly the format's, each once: any other name (`../x`,
   an absolute path, a second `ledger.jsonl`) is refused, never extracted;
 - stored or deflated, not encrypted; a member is read as a stream, never
@@ -58,7 +59,7 @@ def open_bundle(path: Path) -> zipfile.ZipFile:
         if _directory_size(path) > MAX_DIRECTORY:
             raise Unreadable(f"{path}: its ZIP directory is larger than "
                              f"{MAX_DIRECTORY >> 10} KiB (a bundle has "
-                             f"{len(PARTS) + 1} members)")
+                             f"{len(PARTS) + len(OPTIONAL_PARTS) + 1} members at most)")
         bundle = zipfile.ZipFile(path)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise Unreadable(f"{path}: not an evidence bundle ({exc})") from exc
