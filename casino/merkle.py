@@ -80,12 +80,7 @@ class DbNodes:
 def frontier(size: int) -> list[tuple[int, int]]:
     """The complete subtrees (level, index) that make a tree of `size`, left
     to right: one per bit of size."""
-    out, start = [], 0
-    for level in range(size.bit_length() - 1, -1, -1):
-        if size >> level & 1:
-            out.append((level, start >> level))
-            start += 1 << level
-    return out
+    return tlog.subtrees(0, size)
 
 
 def _load(epoch: int, positions: list[tuple[int, int]]

@@ -213,6 +213,9 @@ class Checkpoint(AppendOnlyModel):
 
     class Meta:
         ordering = ["id"]
+        # the evidence bundle's look-ups: the checkpoints of a window's leaves
+        # (audit/evidence/witnessed.py)
+        indexes = [models.Index(fields=["epoch", "size"], name="checkpoint_size")]
 
     def __str__(self) -> str:
         return f"checkpoint {self.size} at {self.at:%H:%M:%S}"

@@ -41,6 +41,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 
 from tools.evidence_verifier import tlog
 
@@ -151,7 +154,7 @@ def push_one(witness: dict, cp: Checkpoint) -> str:
     last = last_cosigned(name, cp.epoch)
     old = last.checkpoint.size if last else 0
     url = witness["url"] + "/add-checkpoint"
-    for _ in range(3):
+    for _attempt in range(3):
         if old > cp.size:
             return _behind(witness, cp, old, last)
         body = tlog.add_checkpoint_body(
@@ -215,28 +218,41 @@ class Comparison:
     cosigned: dict[str, dict] = field(default_factory=dict)
 
 
+def _n(number: int) -> str:
+    """A count as the active language writes it (1,204; 1 204 in French);
+    with translation off (no language), as English does."""
+    if get_language() is None:
+        return f"{number:,}"
+    return number_format(number, force_grouping=True)
+
+
 def witness_compare(*, full: bool = False) -> Comparison:
     """The database against the latest cosigned checkpoint of each witness
     (each cosignature checked against the witness's key); `full` recomputes
     the root of the cosigned size from the change log's links (verify_trail),
-    else the row count only (/health/details/)."""
+    else the row count only (/health/details/). In the active language (the
+    trail page's; English for verify_trail and the health check); what a
+    fork's record says is quoted as it was recorded."""
     epoch, start = current_epoch()
     rows = epoch_rows()
     out = Comparison(True, rows)
     if epoch > 1:
-        out.notes.append(f"log epoch {epoch} since row {start} (a declared loss: "
-                         "manage.py trail_epoch)")
+        out.notes.append(_("log epoch %(epoch)s since row %(row)s (a declared loss: "
+                           "manage.py trail_epoch)") % {"epoch": epoch, "row": start})
     stop = stop_reason_event()
     if stop is not None:
-        out.problems.append(f"writes stopped: {stop.detail} (named at "
-                            f"{_clock(stop.at)}; `manage.py trail_epoch` declares it)")
+        out.problems.append(
+            _("writes stopped: %(detail)s (named at %(time)s; `manage.py "
+              "trail_epoch` declares it)") % {"detail": stop.detail,
+                                             "time": _clock(stop.at)})
     latest = Checkpoint.objects.filter(epoch=epoch).order_by("-id").first()
     links = None
     quorum = 0
     for w in settings.WITNESSES:
         last = last_cosigned(w["name"], epoch)
         if last is None:
-            out.notes.append(f"witness {w['name']} has cosigned nothing yet")
+            out.notes.append(_("witness %(name)s has cosigned nothing yet")
+                             % {"name": w["name"]})
             continue
         cp = last.checkpoint
         text = cp.note[:cp.note.rfind("\n\n") + 1]
@@ -245,16 +261,20 @@ def witness_compare(*, full: bool = False) -> Comparison:
             tlog.cosignature_check(text, sig, _verifier(w))
             tlog.checkpoint_parse(text)
         except (tlog.ProofError, ValueError) as exc:
-            out.problems.append(f"the cosignature of {w['name']} on checkpoint "
-                                f"{cp.size} does not hold ({exc})")
+            out.problems.append(
+                _("the cosignature of %(name)s on checkpoint %(size)s does not hold "
+                  "(%(why)s)") % {"name": w["name"], "size": _n(cp.size),
+                                  "why": exc})
             continue
         out.cosigned[w["name"]] = {"size": cp.size, "at": last.time.isoformat()}
         if latest is not None and cp.pk == latest.pk:
             quorum += 1
         if rows < cp.size:
             out.problems.append(
-                f"the database holds {rows:,} rows; witness {w['name']} cosigned "
-                f"{cp.size:,} at {_clock(last.time)}")
+                _("the database holds %(rows)s rows; witness %(name)s cosigned "
+                  "%(size)s at %(time)s") % {"rows": _n(rows), "name": w["name"],
+                                              "size": _n(cp.size),
+                                              "time": _clock(last.time)})
             continue
         if full:
             if links is None:
@@ -263,12 +283,16 @@ def witness_compare(*, full: bool = False) -> Comparison:
             tree = tlog.MemoryTree([_leaf(x) for x in links[:cp.size]])
             if tree.root() != tlog.checkpoint_parse(text).root:
                 out.problems.append(
-                    f"the database's first {cp.size:,} rows are not the tree witness "
-                    f"{w['name']} cosigned at {_clock(last.time)} (a forked chain)")
+                    _("the database's first %(size)s rows are not the tree witness "
+                      "%(name)s cosigned at %(time)s (a forked chain)")
+                    % {"size": _n(cp.size), "name": w["name"],
+                       "time": _clock(last.time)})
     if settings.WITNESSES and latest is not None and quorum < settings.WITNESS_QUORUM:
-        out.notes.append(f"{quorum} of {len(settings.WITNESSES)} witnesses cosigned "
-                         f"the latest checkpoint ({latest.size:,}); quorum "
-                         f"{settings.WITNESS_QUORUM}")
+        out.notes.append(
+            _("%(n)s of %(of)s witnesses cosigned the latest checkpoint (%(size)s); "
+              "quorum %(quorum)s") % {"n": quorum, "of": len(settings.WITNESSES),
+                                      "size": _n(latest.size),
+                                      "quorum": settings.WITNESS_QUORUM})
     out.ok = not out.problems
     return out
 
@@ -294,8 +318,17 @@ def witness_status(*, full: bool = False) -> dict:
     if cosigned is not None:
         by = [{"witness": c.witness, "time": c.time}
               for c in cosigned.cosignatures.order_by("witness")]
+    each = []
+    for w in settings.WITNESSES:  # what each one last cosigned, and when
+        last = last_cosigned(w["name"], epoch)
+        each.append({"name": w["name"],
+                     "size": last.checkpoint.size if last else None,
+                     "time": last.time if last else None,
+                     "latest": bool(last and latest
+                                    and last.checkpoint_id == latest.pk)})
     return {
         "configured": [w["name"] for w in settings.WITNESSES],
+        "each": each,
         "quorum": settings.WITNESS_QUORUM,
         "epoch": epoch,
         "latest": latest,

@@ -3,7 +3,8 @@
 database, no secret. Standard library plus `cryptography`.
 
     python tools/verify_evidence.py BUNDLE.zip --public-key casino.pem \
-        [--public-key old.pem ...] [--tsa-cert tsa.pem] [--engine DIR] [--json]
+        [--public-key old.pem ...] [--tsa-cert tsa.pem] [--engine DIR] [--json] \
+        [--witness-key VKEY ... [--quorum N]]
 
     python tools/verify_evidence.py coup-proof PROOF.json --log-key VKEY \
         --witness-key VKEY ... [--quorum N]
@@ -28,6 +29,17 @@ What it checks, in order:
    certificate, a time-stamping one, which is the one given or chains up
    to it through the CA certificates the token carries, in any order
    (evidence_verifier/tsa.py says exactly what);
+2b. the checkpoints of the log's Merkle tree (`checkpoints.jsonl`): each
+   signed by the log's key (a --public-key, under the checkpoint's origin),
+   each cosignature of a witness the bundle lists or `--witness-key` gives
+   and holding, a consistency proof between successive checkpoints of a
+   log (evidence_verifier/witnessed.py says exactly what); then, as step 3
+   walks the rows, each checkpoint's root recomputed from the window's own
+   rows (leaf = the row's public link) and the hashes beside them: each
+   window's last row (whose link binds every row before it) must be in a
+   checkpoint's tree. A window whose last row none holds is a warning, a
+   failure with `--witness-key` (then that checkpoint needs `--quorum` of
+   those witnesses, default all);
 3. the change log: within each window, every row's public link is the
    SHA-256 of its content and the row before's link, from the window's seed
    to its last row, which must be the signed anchor's row and link;
@@ -61,7 +73,9 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   {"default": v} when a row at v leaves it out, {"kept": true} otherwise),
   `windows` ([{first, last, seed_row, seed}]: log rows first..last, seed the
   link of the row before), `public_keys` (for information: trust only the
-  key you were given), `parts` ({name: {sha256, bytes, lines}}).
+  key you were given), `witness_keys` (the witnesses' cosignature/v1 keys
+  the casino configured; the same caveat: pass yours with --witness-key),
+  `parts` ({name: {sha256, bytes, lines}}).
 - `ledger.jsonl`: {"label", "key", "id", "row"}; `row` is exactly the dict
   the trail digests (sorted keys, no spaces, non-ASCII kept). Order: the
   tableau versions, tables and house rules, then session by session (the
@@ -84,6 +98,17 @@ The bundle (a ZIP; parts are UTF-8 JSON, one object per line):
   TimeStampToken over the same statement: the one given when the anchor
   was taken, else the earliest given later; null when the authority had not
   answered yet).
+- `checkpoints.jsonl` (absent from a bundle of an earlier release: read as
+  empty): {"kind": "checkpoint", "note" (the c2sp.org/tlog-checkpoint signed
+  note, as published), "cosignatures" (c2sp.org/tlog-cosignature lines),
+  "consistency" (base64 hashes: RFC 6962 proof from the previous checkpoint
+  of the same origin)}, in (origin, size) order; then {"kind": "segment",
+  "window" (its index in `windows`), "origin", "first_row", "last_row"
+  (the window's rows that are leaves of that log, consecutive),
+  "first_index" (the first one's leaf index), "left" (base64 hashes of the
+  complete subtrees left of it, tlog.subtrees(0, first_index)), "checks"
+  ([{"size", "right"}]: a checkpoint of that origin and size, and the
+  hashes of the subtrees from past the last row's leaf up to its size)}.
 - `report.json`: {"stamp", "rows"}: the commission per table and gaming day
   as the casino's reports read it; the stamp (the rows' SHA-256, the total,
   the closing anchor) carries `signing_key_id` and `signature`, the Ed25519
@@ -159,6 +184,14 @@ def arguments(argv=None) -> argparse.Namespace:
                    help="the time-stamping authority's root certificate, or its own "
                    "(PEM or DER; a PEM may hold several, each trusted)")
     p.add_argument("--engine", type=Path, help="a reviewed copy of tables/chemmy")
+    p.add_argument("--witness-key", action="append", default=[], metavar="VKEY",
+                   help="a witness's cosignature/v1 verifier key you trust (yours: "
+                   "name+keyid+key, as `python -m tools.witness --new-key` prints "
+                   "it); repeatable. Then every window must be in a checkpoint "
+                   "cosigned by --quorum of them")
+    p.add_argument("--quorum", type=int, metavar="N",
+                   help="how many of the --witness-key witnesses must have cosigned "
+                   "(default: all)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--memory-limit", type=int, default=MEMORY_LIMIT_MB,
                    metavar="MB", help="the address space this program allows "
@@ -190,6 +223,25 @@ def memory_limit(mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
+def witness_keys(args: argparse.Namespace) -> list:
+    """The --witness-key keys (cosignature/v1) and a quorum that can be met."""
+    from evidence_verifier import tlog
+
+    keys = []
+    for text in args.witness_key:
+        try:
+            key = tlog.parse_vkey(text)
+        except tlog.ProofError as exc:
+            raise Unreadable(f"--witness-key {text[:100]!r}: {exc}") from exc
+        if key.alg != tlog.ALG_COSIGNATURE_V1:
+            raise Unreadable(f"--witness-key {key.name}: not a cosignature/v1 key")
+        keys.append(key)
+    if args.quorum is not None and not 0 < args.quorum <= len(keys):
+        raise Unreadable(f"--quorum {args.quorum}: between 1 and the "
+                         f"{len(keys)} --witness-key given")
+    return keys
+
+
 def _malformed(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"no field {str(exc.args[0])[:100]!r} where one is needed"
@@ -217,7 +269,9 @@ def main(argv=None) -> int:
             cert = (x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data
                     else [x509.load_der_x509_certificate(data)])
         engine = load_engine(args.engine) if args.engine else None
-        v = Verifier(args.bundle, keys, cert, engine, args.jobs)
+        witnesses = witness_keys(args)
+        v = Verifier(args.bundle, keys, cert, engine, args.jobs, witnesses,
+                     args.quorum)
         return report(v, args, v.run())
     except Unreadable as exc:
         print(f"UNREADABLE: {exc}", file=sys.stderr)

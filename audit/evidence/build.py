@@ -38,7 +38,7 @@ from casino.models import ChangeLog, Seal
 from casino.trail import GENESIS, _dumps, _when
 from tables.models import Table, TableDayRollup
 
-from . import signed
+from . import signed, witnessed
 from .ledger import CHILDREN, Keys, write_ledger
 from .outside import Written
 from .rows import _ENCODE, LABELS, fields_of, keyed_rows
@@ -114,6 +114,9 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
         with bundle.part("anchors.jsonl") as part:
             for anchor in anchors:
                 part.write(_line(anchor))
+        with bundle.part(witnessed.PART) as part:
+            for item in witnessed.checkpoint_lines(windows):
+                part.write(_line(item))
         report = _report(sel, anchors[-1] if anchors else None)
         with bundle.part("report.json") as part:
             part.write(_line(report))
@@ -126,6 +129,7 @@ def evidence_build(*, from_day: date, to_day: date, table_ids=None, path: Path,
             "fields": {label: fields_of(label) for label in LABELS},
             "windows": windows,
             "public_keys": signed.public_keys(),
+            "witness_keys": witnessed.witness_keys(),
             "parts": dict(bundle.parts),
         }
         with bundle.part("manifest.json") as part:

@@ -41,7 +41,8 @@ def evidence_file(job, path: Path, *, progress) -> tuple[int, dict]:
         "generated_by": user.username if user else "nightly schedule",
         "ledger_rows": rows,
         "log_rows": manifest["parts"]["log.jsonl"]["lines"],
-        "verify_with": "python tools/verify_evidence.py FILE --public-key KEY",
+        "verify_with": ("python tools/verify_evidence.py FILE --public-key KEY "
+                        "[--witness-key VKEY]"),
     }
     if windows:
         from casino.models import ChangeLog

@@ -98,6 +98,17 @@ def _held(report: dict) -> None:
     assert "Traceback" not in report["said"]
 
 
+def verdicts(tmp_path: Path, files: list[Path], key: Path) -> tuple[dict, float]:
+    """Each file verified (run_all), each verdict held (_held): how many
+    ended in each exit status, and the peak memory (MB)."""
+    reports, peak = run_all(tmp_path, files, key)
+    codes: dict = {}
+    for report in reports.values():
+        _held(report)
+        codes[report["code"]] = codes.get(report["code"], 0) + 1
+    return codes, peak
+
+
 def test_a_log_row_without_at_and_a_manifest_without_windows(
         bundle, tmp_path, signing_key):  # noqa: F811
     def no_at(name, lines):
@@ -317,10 +328,6 @@ def test_fuzz(bundle, tmp_path, signing_key, seed):  # noqa: F811
     0, 1 or 2 with a sentence, within the memory and time limits."""
     files = _mutants(bundle, tmp_path, seed, 60)
     assert len(files) > 40
-    reports, peak = run_all(tmp_path, files, signing_key)
-    codes = {}
-    for report in reports.values():
-        _held(report)
-        codes[report["code"]] = codes.get(report["code"], 0) + 1
+    codes, peak = verdicts(tmp_path, files, signing_key)
     assert codes.get(2, 0) > 10 and codes.get(1, 0) > 5, codes
     assert peak < LIMIT >> 20

@@ -1,5 +1,7 @@
 """A witness (tools/witness) as a real process on a port of its own, and a
-log's key to push to it."""
+log's key to push to it; the app's set-up the witness tests share: rows
+written, two witnesses of the app's log, a database restored to an older
+checkpoint, a write refused while the trail is stopped."""
 
 from __future__ import annotations
 
@@ -139,6 +141,98 @@ def wait_port(port: int, up: bool = True) -> None:
         if ok == up:
             return
         time.sleep(0.05)
+
+
+def write(n: int, tag: str = "row") -> None:
+    """n change-log rows, each in its own transaction (as writes come)."""
+    from django.db import transaction
+
+    from casino.changelog import log_action
+
+    for i in range(n):
+        with transaction.atomic():
+            log_action(action="tests.witness.note", reason=f"{tag} {i}")
+
+
+@pytest.fixture
+def witnesses(settings, witness_factory):
+    """Two witnesses of the app's log, as WITNESS_URLS names them."""
+    from casino.merkle import log_vkey
+
+    started = [witness_factory(f"witness.example/w{i}", [log_vkey()])
+               for i in (1, 2)]
+    settings.WITNESSES = [{"url": w.url, "name": w.name, "vkey": w.vkey}
+                          for w in started]
+    settings.WITNESS_QUORUM = 2
+    return started
+
+
+def restore_to(size: int) -> None:
+    """What a dump of the database taken at tree size `size` restores: the
+    change log, the tree, the checkpoints and cosignatures as they were."""
+    from casino.models import TreeNode
+    from tests.insider.test_tampering import superuser
+
+    row = TreeNode.objects.get(level=0, index=size - 1).row
+    with superuser() as c:
+        c.execute("DELETE FROM casino_cosignature WHERE checkpoint_id IN (SELECT id "
+                  "FROM casino_checkpoint WHERE size > %s)", [size])
+        c.execute("DELETE FROM casino_checkpoint WHERE size > %s", [size])
+        c.execute('DELETE FROM casino_treenode WHERE ("index" + 1) * '
+                  "(CAST(1 AS BIGINT) << level) > %s", [size])
+        c.execute("DELETE FROM casino_seal WHERE log_id > %s", [row])
+        c.execute("DELETE FROM casino_changelog WHERE id > %s", [row])
+
+
+def cosigned_then_restored(before: int, after: int) -> tuple[int, int]:
+    """`before` rows cosigned, `after` more cosigned, then the database put
+    back as a dump taken between them holds it: (rows kept, rows the
+    witnesses cosigned)."""
+    from casino.checkpoints import checkpoint_publish
+    from casino.models import ChangeLog
+
+    write(before)
+    checkpoint_publish()
+    old = ChangeLog.objects.count()
+    write(after)
+    checkpoint_publish()
+    lost = ChangeLog.objects.count()
+    restore_to(old)
+    return old, lost
+
+
+def cosigned_then_rewritten() -> None:
+    """Rows cosigned, then the first one's link changed as a superuser: the
+    row count holds, the cosigned root does not."""
+    from casino.checkpoints import checkpoint_publish
+    from casino.models import ChangeLog
+    from tests.insider.test_tampering import superuser
+
+    write(5)
+    checkpoint_publish()
+    first = ChangeLog.objects.order_by("id").first()
+    with superuser() as c:
+        c.execute("UPDATE casino_changelog SET link = %s WHERE id = %s",
+                  ["ab" * 32, first.pk])
+
+
+def stopped_behind(out: dict, old: int, lost: int) -> None:
+    """w1 answered that it holds `lost` rows, and writes stop naming both
+    numbers."""
+    from casino.trailstop import stop_reason_event
+
+    assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
+    stop = stop_reason_event()
+    assert stop.kind == "behind"
+    assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
+            f"{lost:,}") in stop.detail
+
+
+def table_created(api, user):
+    """A write through the API (a table created) as `user`: its response."""
+    api.force_authenticate(user=user)
+    return api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
+                    format="json")
 
 
 __all__ = ["Log", "post", "base64"]

@@ -10,49 +10,23 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import transaction
 
-from casino.changelog import log_action
 from casino.checkpoints import checkpoint_publish
-from casino.merkle import log_vkey
 from casino.models import ChangeLog, Checkpoint, Cosignature, TreeNode, WitnessEvent
 from casino.trailstop import stop_reason_event
 from casino.witness import witness_compare
 from tests.insider.test_tampering import superuser
+from tests.witness.conftest import (
+    cosigned_then_restored,
+    cosigned_then_rewritten,
+    restore_to,
+    stopped_behind,
+    table_created,
+    write,
+)
 from tools.evidence_verifier import tlog
 
 pytestmark = [pytest.mark.django_db, pytest.mark.tampers]
-
-
-def write(n: int, tag: str = "row") -> None:
-    for i in range(n):
-        with transaction.atomic():
-            log_action(action="tests.witness.note", reason=f"{tag} {i}")
-
-
-@pytest.fixture
-def witnesses(settings, witness_factory):
-    """Two witnesses of the app's log, as WITNESS_URLS names them."""
-    started = [witness_factory(f"witness.example/w{i}", [log_vkey()])
-               for i in (1, 2)]
-    settings.WITNESSES = [{"url": w.url, "name": w.name, "vkey": w.vkey}
-                          for w in started]
-    settings.WITNESS_QUORUM = 2
-    return started
-
-
-def restore_to(size: int) -> None:
-    """What a dump of the database taken at tree size `size` restores: the
-    change log, the tree, the checkpoints and cosignatures as they were."""
-    row = TreeNode.objects.get(level=0, index=size - 1).row
-    with superuser() as c:
-        c.execute("DELETE FROM casino_cosignature WHERE checkpoint_id IN (SELECT id "
-                  "FROM casino_checkpoint WHERE size > %s)", [size])
-        c.execute("DELETE FROM casino_checkpoint WHERE size > %s", [size])
-        c.execute('DELETE FROM casino_treenode WHERE ("index" + 1) * '
-                  "(CAST(1 AS BIGINT) << level) > %s", [size])
-        c.execute("DELETE FROM casino_seal WHERE log_id > %s", [row])
-        c.execute("DELETE FROM casino_changelog WHERE id > %s", [row])
 
 
 def test_two_witnesses_cosign_and_the_quorum_holds(witnesses):
@@ -123,36 +97,21 @@ def test_a_cut_tail_is_named_with_the_witnesss_numbers(witnesses, api, manager):
     # the next checkpoint run names it a fork and writes stop
     checkpoint_publish()
     assert stop_reason_event().kind == "fork"
-    api.force_authenticate(user=manager)
-    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
-                 format="json")
+    r = table_created(api, manager)
     assert r.status_code == 503 and r.json()["code"] == "trail_stopped"
 
 
 def test_a_restored_dump_is_named_by_the_witness(witnesses, api, manager):
     """The whole database as it was at an older checkpoint (its tree,
     checkpoints and cosignatures too): only the witnesses know better."""
-    write(5)
-    checkpoint_publish()
-    old = ChangeLog.objects.count()
-    write(7)
-    checkpoint_publish()
-    lost = ChangeLog.objects.count()
-    restore_to(old)
+    old, lost = cosigned_then_restored(5, 7)
     assert witness_compare(full=True).ok  # the database alone cannot tell
     # verify_trail asks the witnesses (as beat's trail.witnesses does)
     with pytest.raises(CommandError, match=f"witness witness.example/w1 cosigned "
                        f"{lost:,}"):
         call_command("verify_trail", "--ask-witnesses", stdout=io.StringIO())
-    out = checkpoint_publish()  # and again: still behind
-    assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
-    stop = stop_reason_event()
-    assert stop.kind == "behind"
-    assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
-            f"{lost:,}") in stop.detail
-    api.force_authenticate(user=manager)
-    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
-                 format="json")
+    stopped_behind(checkpoint_publish(), old, lost)  # and again: still behind
+    r = table_created(api, manager)
     assert r.status_code == 503, r.content
     assert f"witness witness.example/w1 cosigned {lost:,}" in r.json()["detail"]
     with pytest.raises(CommandError, match="writes stopped"):
@@ -178,11 +137,7 @@ def test_the_idle_tick_asks_the_witnesses_at_once_after_a_restore(witnesses):
     assert stop_reason_event() is None
     out = checkpoint_tick()
     assert out["checkpoint"] is None
-    assert out["witnesses"]["witness.example/w1"] == f"behind: the witness holds {lost}"
-    stop = stop_reason_event()
-    assert stop.kind == "behind"
-    assert (f"the database holds {old:,} rows; witness witness.example/w1 cosigned "
-            f"{lost:,}") in stop.detail
+    stopped_behind(out, old, lost)
     # the critical flag's row is checkpointed (and refused) once; then the
     # idle ticks ask nobody (no evidence row a second at the witness)
     assert checkpoint_tick()["checkpoint"] == old + 1
@@ -216,12 +171,7 @@ def test_a_forked_chain_is_refused_by_the_witnesses(witnesses, settings):
     """Restored to an older state, then rewritten: new rows with the app's
     own keys (a stolen TRAIL_KEY and TRAIL_SIGNING_KEY could do no better)
     past the size the witnesses cosigned."""
-    write(4)
-    checkpoint_publish()
-    old = ChangeLog.objects.count()
-    write(3)
-    checkpoint_publish()
-    restore_to(old)
+    old, _ = cosigned_then_restored(4, 3)
     write(9, tag="forged")  # a valid chain, signed and linked, but another one
     out = checkpoint_publish()
     assert out["witnesses"]["witness.example/w1"].startswith("fork from")
@@ -240,12 +190,7 @@ def test_a_forked_chain_is_refused_by_the_witnesses(witnesses, settings):
 def test_rows_rewritten_under_a_cosigned_checkpoint_are_named(witnesses):
     """The database still holds the cosignature; rows under it rewritten (a
     link changed as a superuser): verify_trail's full comparison names it."""
-    write(5)
-    checkpoint_publish()
-    first = ChangeLog.objects.order_by("id").first()
-    with superuser() as c:
-        c.execute("UPDATE casino_changelog SET link = %s WHERE id = %s",
-                  ["ab" * 32, first.pk])
+    cosigned_then_rewritten()
     found = witness_compare(full=True)
     assert any("are not the tree witness witness.example/w1 cosigned" in p
                for p in found.problems), found.problems
@@ -253,13 +198,7 @@ def test_rows_rewritten_under_a_cosigned_checkpoint_are_named(witnesses):
 
 def test_a_declared_restore_starts_a_new_epoch_and_the_floor_plays_on(
         witnesses, api, manager, settings):
-    write(5)
-    checkpoint_publish()
-    old = ChangeLog.objects.count()
-    write(6)
-    checkpoint_publish()
-    lost = ChangeLog.objects.count()
-    restore_to(old)
+    old, lost = cosigned_then_restored(5, 6)
     checkpoint_publish()
     assert stop_reason_event().kind == "behind"
     with pytest.raises(CommandError, match="reason"):
@@ -275,9 +214,7 @@ def test_a_declared_restore_starts_a_new_epoch_and_the_floor_plays_on(
     assert stop_reason_event() is None
     assert "Give each witness the new log's key" in out.getvalue()
     # the floor plays on at once
-    api.force_authenticate(user=manager)
-    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
-                 format="json")
+    r = table_created(api, manager)
     assert r.status_code == 201, r.content
     # the regulator adds the new log to its witnesses; they cosign epoch 2,
     # whose first leaf is the declaration

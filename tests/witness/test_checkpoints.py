@@ -6,19 +6,12 @@ named and stops writes (503 naming it)."""
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
-from casino.changelog import log_action
 from casino.merkle import DbNodes, checkpoint_make, leaf_of, log_vkey
 from casino.models import ChangeLog, Checkpoint, TreeNode, WitnessEvent
 from casino.trailstop import stop_reason_event
+from tests.witness.conftest import table_created, write
 from tools.evidence_verifier import tlog
-
-
-def write(n: int) -> None:
-    for i in range(n):
-        with transaction.atomic():
-            log_action(action="tests.witness.note", reason=f"row {i}")
 
 
 def db_tree() -> tlog.MemoryTree:
@@ -85,9 +78,7 @@ def test_a_cut_tail_is_named_and_stops_writes(api, manager):
     assert stop is not None and stop.kind == "fork"
     assert f"row {last.pk}, leaf {cp.size}" in stop.detail
     assert "missing from the change log" in stop.detail
-    api.force_authenticate(user=manager)
-    r = api.post("/api/v1/tables/", {"name": "Privé", "minimum_banco": "200.00"},
-                 format="json")
+    r = table_created(api, manager)
     assert r.status_code == 503, r.content
     assert r.json()["code"] == "trail_stopped"
     assert "missing from the change log" in r.json()["detail"]

@@ -124,6 +124,38 @@ def test_inclusion_property(n, data):
 
 @settings(max_examples=150, deadline=None)
 @given(n=sizes, data=st.data())
+def test_a_window_of_leaves_gives_the_root(n, data):
+    """What the evidence verifier does (tools/evidence_verifier/witnessed.py):
+    the right edge left of a window, its leaves one by one, the subtrees
+    right of it give the root of any larger tree; a leaf changed does not."""
+    leaves = [tlog.leaf_hash(i.to_bytes(4, "big")) for i in range(n)]
+    t = tlog.MemoryTree(leaves)
+    lo = data.draw(st.integers(min_value=0, max_value=n))
+    hi = data.draw(st.integers(min_value=lo, max_value=n))
+    size = data.draw(st.integers(min_value=hi, max_value=n))
+    assert len(tlog.subtrees(0, size)) == size.bit_count()
+    window = tlog.CompactRange(lo, [t.get(*p) for p in tlog.subtrees(0, lo)])
+    for leaf in leaves[lo:hi]:
+        window.leaf(leaf)
+    assert window.size == hi and window.root() == t.root(hi)
+    for level, index in tlog.subtrees(hi, size):
+        window.subtree(level, t.get(level, index))
+    assert window.size == size and window.root() == t.root(size)
+    if hi > lo:
+        forged = tlog.CompactRange(lo, [t.get(*p) for p in tlog.subtrees(0, lo)])
+        for leaf in [tlog.leaf_hash(b"forged"), *leaves[lo + 1:hi]]:
+            forged.leaf(leaf)
+        assert forged.root() != t.root(hi)
+    with pytest.raises(tlog.ProofError):
+        tlog.CompactRange(lo, [bytes(32)] * (lo.bit_count() + 1))
+    if hi % 2:
+        with pytest.raises(tlog.ProofError):  # not aligned
+            tlog.CompactRange(hi, [t.get(*p) for p in tlog.subtrees(0, hi)]).subtree(
+                1, bytes(32))
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=sizes, data=st.data())
 def test_consistency_property(n, data):
     leaves = [tlog.leaf_hash(i.to_bytes(4, "big")) for i in range(n)]
     t = tlog.MemoryTree(leaves)

@@ -13,7 +13,11 @@ from django.utils import timezone
 
 from casino.checkpoints import checkpoint_publish
 from casino.models import ChangeLog, Checkpoint
-from tests.witness.test_app_witness import restore_to, witnesses, write  # noqa: F401
+from tests.witness.conftest import (
+    cosigned_then_restored,
+    cosigned_then_rewritten,
+    write,
+)
 
 pytestmark = [pytest.mark.django_db]
 
@@ -37,7 +41,7 @@ def test_no_witness_configured_is_said(client, auditor, settings):
 
 
 def test_the_latest_cosigned_checkpoint_and_its_witnesses(client, auditor,
-                                                          witnesses):  # noqa: F811
+                                                          witnesses):
     write(4)
     checkpoint_publish()
     cp = Checkpoint.objects.order_by("-id").first()
@@ -60,14 +64,8 @@ def test_the_latest_cosigned_checkpoint_and_its_witnesses(client, auditor,
 
 @pytest.mark.tampers
 def test_a_shorter_chain_is_named_on_the_page(client, manager,
-                                             witnesses):  # noqa: F811
-    write(5)
-    checkpoint_publish()
-    old = ChangeLog.objects.count()
-    write(6)
-    checkpoint_publish()
-    lost = ChangeLog.objects.count()
-    restore_to(old)
+                                             witnesses):
+    old, lost = cosigned_then_restored(5, 6)
     client.force_login(manager)
     assert "witness-problems" not in section(client)  # the database alone: silent
     checkpoint_publish()  # the witnesses asked (beat's tick)
@@ -79,13 +77,8 @@ def test_a_shorter_chain_is_named_on_the_page(client, manager,
 
 @pytest.mark.tampers
 def test_a_forked_chain_is_named_on_the_page(client, auditor,
-                                            witnesses):  # noqa: F811
-    write(4)
-    checkpoint_publish()
-    old = ChangeLog.objects.count()
-    write(3)
-    checkpoint_publish()
-    restore_to(old)
+                                            witnesses):
+    cosigned_then_restored(4, 3)
     write(9, tag="forged")
     checkpoint_publish()
     client.force_login(auditor)
@@ -96,15 +89,8 @@ def test_a_forked_chain_is_named_on_the_page(client, auditor,
 
 @pytest.mark.tampers
 def test_verify_the_chain_names_rows_rewritten_under_a_cosigned_checkpoint(
-        client, auditor, witnesses):  # noqa: F811
-    from tests.insider.test_tampering import superuser
-
-    write(5)
-    checkpoint_publish()
-    first = ChangeLog.objects.order_by("id").first()
-    with superuser() as c:
-        c.execute("UPDATE casino_changelog SET link = %s WHERE id = %s",
-                  ["ab" * 32, first.pk])
+        client, auditor, witnesses):
+    cosigned_then_rewritten()
     client.force_login(auditor)
     assert "a forked chain" not in section(client)  # the row count holds
     r = client.get(reverse("floor:trail") + "?verify=1")

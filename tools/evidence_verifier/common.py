@@ -16,6 +16,8 @@ FORMAT = "chemmy-evidence/1"
 GENESIS = "0" * 64
 PARTS = ("ledger.jsonl", "context.jsonl", "log.jsonl", "anchors.jsonl",
          "report.json", "outside.jsonl")
+# a part a bundle of an earlier release does not have (read as empty)
+OPTIONAL_PARTS = ("checkpoints.jsonl",)
 MAX_PROBLEMS = 50
 CHILD_LABELS = ("tables.stake", "tables.finding")  # keyed "coup#position"
 ZERO = Decimal("0.00")

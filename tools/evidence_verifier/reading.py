@@ -1,8 +1,9 @@
 """Reading a bundle with limits, so that no file, however made, costs more
 than a stated amount of memory (docs/evidence.md):
 
-- the ZIP's central directory is at most 64 KiB (a bundle has seven
-  members), checked from its end record before `zipfile` reads it;
+- the ZIP's central directory is at most 64 KiB (a bundle has eight
+  members, seven before checkpoints.jsonl), checked from its end record
+  before `zipfile` reads it;
 - its members are exactly the format's, each once: any other name (`../x`,
   an absolute path, a second `ledger.jsonl`) is refused, never extracted;
 - stored or deflated, not encrypted; a member is read as a stream, never
@@ -19,7 +20,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from .common import PARTS, Unreadable, loads
+from .common import OPTIONAL_PARTS, PARTS, Unreadable, loads
 
 MANIFEST = "manifest.json"
 MAX_DIRECTORY = 64 << 10
@@ -58,13 +59,13 @@ def open_bundle(path: Path) -> zipfile.ZipFile:
         if _directory_size(path) > MAX_DIRECTORY:
             raise Unreadable(f"{path}: its ZIP directory is larger than "
                              f"{MAX_DIRECTORY >> 10} KiB (a bundle has "
-                             f"{len(PARTS) + 1} members)")
+                             f"{len(PARTS) + len(OPTIONAL_PARTS) + 1} members at most)")
         bundle = zipfile.ZipFile(path)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise Unreadable(f"{path}: not an evidence bundle ({exc})") from exc
     names = [info.filename for info in bundle.infolist()]
     for name in names:
-        if name not in (MANIFEST, *PARTS):
+        if name not in (MANIFEST, *PARTS, *OPTIONAL_PARTS):
             raise Unreadable(f"{path}: member {name[:200]!r} is not a part of the "
                              "format (nothing is extracted)")
         if names.count(name) > 1:
@@ -190,8 +191,11 @@ def manifest_check(m) -> None:
             _need(window.get(key), kind, f"windows[{n}].{key}")
     for n, label in enumerate(_need(m.get("labels"), list, "labels")):
         _need(label, str, f"labels[{n}]")
+    for n, key in enumerate(_need(m.get("witness_keys", []), list,
+                                  "witness_keys")):
+        _need(key, str, f"witness_keys[{n}]")
     parts = _need(m.get("parts"), dict, "parts")
-    for name in PARTS:
+    for name in (*PARTS, *(p for p in OPTIONAL_PARTS if p in parts)):
         part = _need(parts.get(name), dict, f"parts.{name}")
         _need(part.get("sha256"), str, f"parts.{name}.sha256")
         _need(part.get("bytes"), int, f"parts.{name}.bytes")

@@ -194,6 +194,69 @@ def verify_consistency(old: int, new: int, proof: Sequence[bytes],
         raise ProofError("the consistency proof does not lead to the new root")
 
 
+def subtrees(lo: int, hi: int) -> list[tuple[int, int]]:
+    """The complete subtrees (level, index) that cover the leaves [lo, hi),
+    left to right, each as large as its position allows: a compact range.
+    subtrees(0, n) is the tree of n leaves' right edge (one per bit of n)."""
+    out = []
+    while lo < hi:
+        level = (lo & -lo).bit_length() - 1 if lo else (hi - lo).bit_length() - 1
+        while lo + (1 << level) > hi:
+            level -= 1
+        out.append((level, lo >> level))
+        lo += 1 << level
+    return out
+
+
+class CompactRange:
+    """The tree of the leaves [0, size) as its right edge (the hashes of
+    subtrees(0, size), left to right): leaves and complete subtrees appended
+    at its end, its root at any moment. What recomputes a checkpoint's root
+    from a window of leaves with the hashes of the subtrees left of it (and
+    right of it, up to the checkpoint's size): O(1) hashes a leaf
+    (amortized), O(log n) a root."""
+
+    def __init__(self, size: int = 0, edge: Sequence[bytes] = ()):
+        if size < 0 or len(edge) != size.bit_count() or any(
+                len(h) != HASH_SIZE for h in edge):
+            raise ProofError(f"a tree of {size} leaves has {size.bit_count()} "
+                             f"subtrees on its right edge, not {len(edge)}")
+        self.size, self.edge = size, list(edge)
+
+    def copy(self) -> CompactRange:
+        return CompactRange(self.size, self.edge)
+
+    def leaf(self, h: bytes) -> None:
+        """Append a leaf hash."""
+        n, edge, sha = self.size, self.edge, hashlib.sha256
+        self.size = n + 1
+        while n & 1:
+            h = sha(b"\x01" + edge.pop() + h).digest()
+            n >>= 1
+        edge.append(h)
+
+    def subtree(self, level: int, h: bytes) -> None:
+        """Append the hash of a complete subtree of 2**level leaves, which
+        must start at a multiple of its size."""
+        if level < 0 or self.size % (1 << level) or len(h) != HASH_SIZE:
+            raise ProofError(f"a subtree of 2**{level} leaves cannot follow "
+                             f"{self.size} leaves")
+        n = self.size >> level
+        self.size += 1 << level
+        while n & 1:
+            h = node_hash(self.edge.pop(), h)
+            n >>= 1
+        self.edge.append(h)
+
+    def root(self) -> bytes:
+        if not self.edge:
+            return EMPTY_ROOT
+        h = self.edge[-1]
+        for left in reversed(self.edge[:-1]):
+            h = node_hash(left, h)
+        return h
+
+
 class MemoryTree:
     """Every complete subtree of a list of leaf hashes, level by level: the
     verify and bench side's store (the app's is a table, casino/witness.py)."""

@@ -11,10 +11,11 @@ from decimal import Decimal
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from . import complete
+from . import complete, witnessed
 from .common import (
     CHILD_LABELS,
     FORMAT,
+    OPTIONAL_PARTS,
     PARTS,
     ZERO,
     Problems,
@@ -50,8 +51,9 @@ LINE = re.compile(rb'\{"id":(0|-?[1-9][0-9]{0,18}),"key":"([0-9A-Za-z#._-]{1,64}
 
 class Verifier:
     def __init__(self, bundle: Path, keys: dict, tsa_cert=None, engine=None,
-                 jobs: int | None = None):
+                 jobs: int | None = None, witness_keys=(), quorum=None):
         self.path, self.keys, self.tsa_cert = bundle, keys, tsa_cert
+        self.witness_keys, self.quorum = list(witness_keys), quorum
         self.jobs = default_jobs() if jobs is None else jobs
         self.engine, self.engine_digest = engine or load_engine()
         self.problems = Problems()
@@ -111,7 +113,7 @@ class Verifier:
     # 1. the parts
     def check_parts(self) -> None:
         parts = self.manifest.get("parts", {})
-        for name in PARTS:
+        for name in (*PARTS, *(p for p in OPTIONAL_PARTS if p in parts)):
             if name not in parts:
                 raise Unreadable(f"manifest: no part {name}")
             if name in ("ledger.jsonl", "log.jsonl"):
@@ -160,6 +162,21 @@ class Verifier:
             self.notes.append("time-stamp tokens not checked (no --tsa-cert)")
         return anchors
 
+    # 2b. the checkpoints (witnessed.py)
+    def check_checkpoints(self) -> None:
+        from cryptography.hazmat.primitives import serialization
+
+        raw = [k.public_bytes(serialization.Encoding.Raw,
+                              serialization.PublicFormat.Raw)
+               for k in self.keys.values()]
+        self.witnessed = witnessed.Witnessed(
+            raw, self.manifest.get("witness_keys", []), self.witness_keys,
+            self.quorum)
+        if witnessed.PART not in self.manifest["parts"]:
+            self.witnessed.carried = False
+            return
+        self.witnessed.read(self.lines(witnessed.PART), lambda: self.at)
+
     # 3. the log
     def check_log(self, anchors: list[dict]) -> None:
         windows = self.manifest["windows"]
@@ -183,8 +200,11 @@ class Verifier:
         pending, flush = self.named.pending, self.named.flush
         updated = self.complete.entry  # a row the design updates
         skipped = complete.NOT_CARRIED
-        for window, anchor in zip(windows, anchors, strict=True):
+        for number, (window, anchor) in enumerate(zip(windows, anchors,
+                                                       strict=True)):
             prev, last_id, n = window["seed"], None, 0
+            tree = self.witnessed.window(number)
+            leaf = tree.row
             expected_first = window["first"]
             for r in rows:
                 n += 1
@@ -222,9 +242,11 @@ class Verifier:
                         pending.append((label, k, digest, rid, parent))
                 if len(pending) >= 20000:
                     flush()
+                leaf(rid, link)
                 prev, last_id = link, rid
                 if rid == window["last"]:
                     break
+            tree.end()
             if last_id != window["last"] or last_id != anchor.get("row"):
                 self.problems.add(
                     f"log window {expected_first}-{window['last']}: ends at row "
@@ -374,7 +396,12 @@ class Verifier:
         with Resettlers(self, self.jobs) as resettlers:
             self.check_parts()
             anchors = self.anchors = self.check_anchors()
+            self.check_checkpoints()
             self.check_log(anchors)
+            problems, notes = self.witnessed.finish(self.manifest["windows"])
+            for problem in problems:
+                self.problems.add(problem)
+            self.notes += notes
             try:
                 self.check_ledger()
                 n, size = self.named.size()
