@@ -388,3 +388,43 @@ def test_concurrent_looks_raise_once(_migration_rows, croupier, croupier2):
     assert len(idents) == len(set(idents))
     assert live.live_look()["raised"] == 0
 
+
+
+def test_a_broker_down_does_not_fail_the_close(croupier, manager, monkeypatch,
+                                               django_capture_on_commit_callbacks):
+    """The close asks for a look after its commit (never in it); a broker
+    down is logged, the close stands."""
+    from decimal import Decimal
+
+    from kombu.exceptions import OperationalError
+
+    import casino.celery
+    from casino.celery import app
+    from tables.models import Shoe
+    from tables.services import session_open, shoe_close, shoe_open, table_create
+
+    sent = []
+
+    def down(signature):
+        sent.append(signature)
+        raise OperationalError("Error 111 connecting to redis: refused")
+
+    monkeypatch.setattr(casino.celery, "publish", down)
+    table = table_create(user=manager, name="Table X", seats=9,
+                         minimum_banco=Decimal("100"))
+    session = session_open(table=table, user=croupier)
+    shoe = shoe_open(session=session, user=croupier, burned=5)
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    try:
+        with django_capture_on_commit_callbacks(execute=False) as after:
+            shoe_close(shoe=shoe, user=croupier, cards_left=307)
+        assert Shoe.objects.get(pk=shoe.pk).closed_at is not None
+        assert len(after) == 1 and not sent  # nothing sent inside the close
+        assert after[0].args == (live.live_dispatch, shoe.pk)
+        after[0]()  # the commit: the look is sent, the broker is down
+        assert len(sent) == 1 and sent[0].task == "audit.surveillance_live"
+        assert sent[0].args == (shoe.pk,)
+        assert live.live_dispatch(shoe.pk) is False  # said, not raised
+    finally:
+        app.conf.task_always_eager = eager
