@@ -245,14 +245,15 @@ def _floor_mix(day: date) -> tuple[ChoiceMix | None, str | None]:
 
 # -- the look -------------------------------------------------------------------
 
-class _Rules:
-    def __init__(self) -> None:
-        self.versions: dict[int, HouseRules] = {}
-
-    def __call__(self, pk: int) -> HouseRules:
-        if pk not in self.versions:
-            self.versions[pk] = HouseRules.objects.select_related("tableau").get(pk=pk)
-        return self.versions[pk]
+def play_probabilities(plays: list[tuple], mix: ChoiceMix | None) -> np.ndarray:
+    """Each (house-rules version, tableau) pair's banker-win probability at
+    the floor's mix: the versions read in one query, the odds computed once
+    per distinct play (a thousand tables share a few)."""
+    versions = HouseRules.objects.select_related("tableau").in_bulk(
+        {r for r, _ in plays})
+    keys = [rules_play(versions[r], tv or None) for r, tv in plays]
+    odds = {key: play_odds(key, mix)[0] for key in set(keys)}
+    return np.array([odds[k] for k in keys], dtype=np.float64)
 
 
 @dataclass(eq=False)
@@ -271,18 +272,19 @@ class DayLook:
     crossed: list = field(default_factory=list)
 
 
-def _by(keys: np.ndarray, play: np.ndarray, values: np.ndarray, plays: int):
-    """Sum ``values`` per (subject, play): the subjects and an (S, G) array."""
+def _by(keys: np.ndarray, group: np.ndarray, values: np.ndarray, groups: int):
+    """Sum ``values`` per (subject, group): the subjects and an (S, G) array
+    (one bincount)."""
     subjects, idx = np.unique(keys, return_inverse=True)
-    out = np.zeros((len(subjects), max(plays, 1)), dtype=np.int64)
-    np.add.at(out, (idx.ravel(), play), values)
-    return subjects, out
+    width = max(groups, 1)
+    flat = np.bincount(idx.ravel() * width + group, weights=values,
+                       minlength=len(subjects) * width)
+    return subjects, flat.round().astype(np.int64).reshape(len(subjects), width)
 
 
 def tallies(g: Groups, t: Trailing, q_play: np.ndarray,
             ) -> tuple[dict[str, livetests.Tally], dict[int, float]]:
     """The three families' tallies from the day's groups."""
-    plays = len(g.plays)
     croupiers, n_c = _by(g.croupier, np.zeros(len(g), np.int64), g.n, 1)
     _, x_c = _by(g.croupier, np.zeros(len(g), np.int64), g.false_draws, 1)
     if t.reference.source == "trailing":
@@ -295,12 +297,16 @@ def tallies(g: Groups, t: Trailing, q_play: np.ndarray,
     out = {"croupier": livetests.Tally(
         subjects=tuple(f"croupier:{int(c)}" for c in croupiers),
         n=n_c, x=x_c, q=q_c.reshape(-1, 1))}
+    # the groups of coups by their null probability: a thousand tables'
+    # versions of the same house rules are one group
+    q_values, q_group = np.unique(q_play, return_inverse=True)
+    group = q_group.ravel()[g.play]
     for family, keys in (("banker", g.banker.astype(str)), ("table", g.table)):
-        subjects, n = _by(keys, g.play, g.n, plays)
-        _, x = _by(keys, g.play, g.wins, plays)
+        subjects, n = _by(keys, group, g.n, len(q_values))
+        _, x = _by(keys, group, g.wins, len(q_values))
         names = [str(s) for s in subjects] if family == "banker" else [
             f"table:{int(s)}" for s in subjects]
-        out[family] = livetests.Tally(subjects=tuple(names), n=n, x=x, q=q_play)
+        out[family] = livetests.Tally(subjects=tuple(names), n=n, x=x, q=q_values)
     return out, {int(c): float(q) for c, q in zip(croupiers, q_c, strict=True)}
 
 
@@ -314,9 +320,7 @@ def look_day(day: date, *, open_tables: int) -> DayLook:
     """One day's look: tallies, levels, and the subjects that crossed."""
     t = trailing(day)
     g = day_groups(day)
-    version = _Rules()
-    q_play = np.array([play_odds(rules_play(version(r), tv or None), t.mix)[0]
-                       for r, tv in g.plays], dtype=np.float64)
+    q_play = play_probabilities(g.plays, t.mix)
     budget = _budget(t.previous, open_tables)
     levels = livetests.shift_levels(settings.SURVEILLANCE_LIVE_ALPHA, budget)
     found, q_c = tallies(g, t, q_play) if len(g) else ({}, {})
@@ -345,6 +349,10 @@ def live_look(*, days: list[date] | None = None) -> dict:
                     cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [LOOK_LOCK])
                     if not cursor.fetchone()[0]:
                         return {"skipped": "another look is running"}
+                    # The GROUP BY's cost estimate calls PostgreSQL's JIT,
+                    # whose compiling took 1.3 of the look's 1.5 s at 100,000
+                    # coups for 0.2 s of work (bench/bench_live.py).
+                    cursor.execute("SET LOCAL jit = off")
             days = open_days() if days is None else list(days)
             open_tables = TableSession.objects.filter(closed_at__isnull=True).count()
             out = {"days": [d.isoformat() for d in days], "coups": 0, "crossed": 0,

@@ -428,3 +428,16 @@ def test_a_broker_down_does_not_fail_the_close(croupier, manager, monkeypatch,
         assert live.live_dispatch(shoe.pk) is False  # said, not raised
     finally:
         app.conf.task_always_eager = eager
+
+
+def test_the_command_looks_once(shift):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("surveillance_live", stdout=out)
+    said = json.loads(out.getvalue())
+    assert said["days"] == [DAY1.isoformat()] and said["raised"] >= 1
+    assert _flags().filter(croupier=shift["culprit"]).count() == 1
