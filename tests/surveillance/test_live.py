@@ -23,7 +23,6 @@ from django.utils import translation
 from audit.models import Flag, FlagEvent, SurveillanceEvidence, SurveillanceRun
 from audit.surveillance import live
 from casino.models import ChangeLog
-from tests.conftest import make_user
 from tests.reports.conftest import at, evening
 
 from .conftest import DAY1
@@ -310,10 +309,9 @@ def test_the_pit_boss_sees_it_and_the_croupier_never(shift, pitboss, croupier,
 # -- the nightly run's word ----------------------------------------------------------
 
 def test_the_nightly_run_confirms_or_leaves_each_live_alert(shift, pitboss):
+    from audit.surveillance import runs
     from tables.models import Table
     from tests.reports.conftest import close_sessions
-
-    from audit.surveillance import runs
 
     live.live_look()
     flags = list(_flags())
