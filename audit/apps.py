@@ -15,6 +15,11 @@ class AuditConfig(AppConfig):
         hooks.register(FINDING_FLAGS)
         # A shoe's own finding (shoe_count at its close), in the close's.
         hooks.register_shoe(SHOE_FLAGS)
+        # A shoe's close, once committed, asks the live surveillance for a
+        # look (audit/surveillance/live.py: sent to Celery, off the close).
+        from .surveillance.live import live_dispatch
+
+        hooks.register_shoe_closed(live_dispatch)
         # A record found changed outside the app: the alarm is a flag; and a
         # flag's status must be its decisions' (casino/continuity.py, trail).
         from casino import continuity, trail

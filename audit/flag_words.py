@@ -45,6 +45,8 @@ EVENTS = {
     "confirmed": pgettext_lazy("flag event", "confirmed"),
     "dismissed": pgettext_lazy("flag event", "dismissed"),
     "corrected": _("coup corrected"),
+    "nightly_confirmed": _("confirmed by the nightly run"),
+    "nightly_left": _("not found by the nightly run: the pit boss decides"),
 }
 # The queue's filters, by their query names.
 FILTERS = {
@@ -125,6 +127,15 @@ def flag_text(flag) -> str:
                                            code=flag.code).last()
         if found is not None:
             return fw.finding_text(found)
+    if flag.kind == "surveillance" and flag.code.startswith("live_"):
+        from .surveillance.words import live_sentence
+
+        ev = getattr(flag, "live_evidence", None)
+        if ev is None:
+            row = flag.evidence.order_by("id").first()
+            ev = row.evidence if row is not None else None
+        if ev:
+            return live_sentence(flag.code, ev)
     if flag.kind == "cagnotte" and flag.count_id:
         count = flag.count
         return fw.finding_text(_Stored(flag.code, {

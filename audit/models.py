@@ -212,6 +212,9 @@ class SurveillanceRun(models.Model):
     class Source(models.TextChoices):
         MANUAL = "manual"
         NIGHTLY = "nightly"
+        # A look of the live surveillance during the gaming day that raised
+        # alerts (audit/surveillance/live.py): its evidence rows' run.
+        LIVE = "live"
 
     from_day = models.DateField()
     to_day = models.DateField()

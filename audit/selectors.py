@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from django.db.models import (
+    BooleanField,
     Case,
     Count,
     Exists,
@@ -26,6 +27,29 @@ from tables.models import BankerTurn, Coup, Shoe, TableauVersion, TableSession
 from tables.rollups import current_coups
 
 from .models import Flag
+
+LIVE_CODES = ("live_croupier", "live_banker", "live_table")
+
+
+def hidden_from(user) -> int | None:
+    """The reader's id when surveillance alerts name him as the croupier
+    concerned (a croupier never sees alerts about himself, on any path: the
+    queue and its counts, the API, the floor, a flag's page), else None
+    (nothing to hide: the shared copies of the floor and the queue serve
+    him). One indexed query."""
+    pk = getattr(user, "pk", None)
+    if pk is None or not Flag.objects.filter(
+            kind=Flag.Kind.SURVEILLANCE, croupier_id=pk).exists():
+        return None
+    return pk
+
+
+def visible(qs: QuerySet, hidden: int | None) -> QuerySet:
+    """Flags less the surveillance alerts about ``hidden`` (hidden_from)."""
+    if hidden is None:
+        return qs
+    return qs.exclude(kind=Flag.Kind.SURVEILLANCE, croupier_id=hidden)
+
 
 SEVERITY_ORDER = Case(
     When(severity="critical", then=Value(0)), default=Value(1),
@@ -68,14 +92,16 @@ RULE_QUOTES = {
 COLUMNS = ["stood"] + [str(v) for v in range(10)]
 
 
-def floor_tables() -> list[dict]:
+def floor_tables(hidden: int | None = None) -> list[dict]:
     """Every open table: who deals, the bank, coups, the shoe, open flags.
     Five queries whatever the number of tables, reading only the columns
     the floor shows, as plain values (no model instances: at 500 tables
     building them was a third of the floor's CPU). A row is a dict of dicts:
     session {pk, gaming_day, opened_at}, table {pk, name}, croupier (user
     name or None), turn {seat, bank} or None, shoe {number, cards_left} or
-    None, coups, critical, warning."""
+    None, coups, critical, warning, live (an open live surveillance alert
+    sits at the table). ``hidden``: the reader, when alerts about him are
+    left out (hidden_from)."""
     sessions = list(
         TableSession.objects.filter(closed_at__isnull=True)
         .order_by("table__name")
@@ -105,10 +131,16 @@ def floor_tables() -> list[dict]:
     coups = dict(Shoe.objects.filter(**live).order_by()
                  .values_list("session_id").annotate(n=Sum(F("next_seq") - 1)))
     flags: dict[int, dict[str, int]] = {}
-    for session, severity, n in (
-            Flag.objects.filter(status=Flag.Status.OPEN, **live).order_by()
-            .values_list("session_id", "severity").annotate(n=Count("id"))):
-        flags.setdefault(session, {})[severity] = n
+    for session, severity, alert, n in (
+            visible(Flag.objects.filter(status=Flag.Status.OPEN, **live), hidden)
+            .order_by().annotate(alert=Case(
+                When(code__in=LIVE_CODES, then=Value(True)), default=Value(False),
+                output_field=BooleanField()))
+            .values_list("session_id", "severity", "alert").annotate(n=Count("id"))):
+        counts = flags.setdefault(session, {})
+        counts[severity] = counts.get(severity, 0) + n
+        if alert:
+            counts["live"] = counts.get("live", 0) + n
     out = []
     for pk, day, opened_at, table_id, table_name, croupier in sessions:
         counts = flags.get(pk, {})
@@ -119,6 +151,7 @@ def floor_tables() -> list[dict]:
             "coups": coups.get(pk, 0),
             "critical": counts.get("critical", 0),
             "warning": counts.get("warning", 0),
+            "live": counts.get("live", 0),
         })
     return out
 
@@ -171,6 +204,7 @@ class QueueFilter:
     gaming_day: date | None = None
     status: str | None = "open"
     severity: str | None = None
+    hidden: int | None = None  # the reader, when alerts about him are hidden
 
     def lookups(self, skip: str | None = None) -> dict:
         out = {}
@@ -186,7 +220,7 @@ class QueueFilter:
 def flag_queue(f: QueueFilter) -> QuerySet[Flag]:
     """Flags sorted by severity, then age (oldest first)."""
     return (
-        Flag.objects.filter(**f.lookups())
+        visible(Flag.objects.filter(**f.lookups()), f.hidden)
         .select_related(*QUEUE_RELATED)
         .annotate(sev=SEVERITY_ORDER)
         .order_by("sev", "raised_at", "pk")
@@ -200,14 +234,25 @@ def flag_queue_ids(f: QueueFilter) -> QuerySet:
     """The queue's flag ids in its order, to page: sorting thousands of open
     flags joined to their coups, findings and tables took most of the queue
     page's database time; the page's fifty are read after (flags_by_id)."""
-    return (Flag.objects.filter(**f.lookups()).annotate(sev=SEVERITY_ORDER)
+    return (visible(Flag.objects.filter(**f.lookups()), f.hidden)
+            .annotate(sev=SEVERITY_ORDER)
             .order_by("sev", "raised_at", "pk").values_list("pk", flat=True))
 
 
 def flags_by_id(ids: list[int]) -> list[Flag]:
     """Those flags with what the queue shows of them, in the order given."""
     found = Flag.objects.select_related(*QUEUE_RELATED).in_bulk(ids)
-    return [found[i] for i in ids if i in found]
+    flags = [found[i] for i in ids if i in found]
+    live = [f.pk for f in flags if f.code in LIVE_CODES]
+    if live:  # their sentence is said from their evidence (flag_words)
+        from .models import SurveillanceEvidence
+
+        evidence = dict(SurveillanceEvidence.objects.filter(flag_id__in=live)
+                        .order_by("-id").values_list("flag_id", "evidence"))
+        for f in flags:
+            if f.pk in evidence:
+                f.live_evidence = evidence[f.pk]
+    return flags
 
 
 def flag_counts(f: QueueFilter) -> dict[str, list[dict]]:
@@ -216,7 +261,7 @@ def flag_counts(f: QueueFilter) -> dict[str, list[dict]]:
     labels = {"table": "table__name", "croupier": "croupier__username"}
     for name in FILTERS:
         field = {"table": "table_id", "croupier": "croupier_id"}.get(name, name)
-        rows = Flag.objects.filter(**f.lookups(skip=name))
+        rows = visible(Flag.objects.filter(**f.lookups(skip=name)), f.hidden)
         if name in labels:
             # a flag about a person (a banker, a croupier's rate) has no
             # table, a finding on a closed shoe no croupier: no entry that
@@ -231,7 +276,8 @@ def flag_counts(f: QueueFilter) -> dict[str, list[dict]]:
             for r in rows
         ]
     out["total"] = [{"value": None, "label": "all",
-                     "count": Flag.objects.filter(**f.lookups()).count()}]
+                     "count": visible(Flag.objects.filter(**f.lookups()),
+                                      f.hidden).count()}]
     return out
 
 

@@ -10,7 +10,10 @@ from celery import shared_task
 from casino.celery import is_hour, message_refused
 
 from .services.ledger_flags import ledger_nightly
-from .surveillance.tasks import surveillance_run_task  # noqa: F401 (registers it)
+from .surveillance.tasks import (  # noqa: F401 (registers them)
+    surveillance_live_task,
+    surveillance_run_task,
+)
 
 TASK = {"acks_late": True, "reject_on_worker_lost": True}
 

@@ -490,6 +490,21 @@ if not 0 < SURVEILLANCE_FDR < 0.5:
         "Environment variable SURVEILLANCE_FDR: a rate above 0 and below 0.5"
     )
 
+# Live surveillance during the gaming day (audit/surveillance/live.py): the
+# share of shifts (gaming days) with any false live alert stays below
+# SURVEILLANCE_LIVE_ALPHA (always-valid tests: however often it looks); beat
+# looks every SURVEILLANCE_LIVE_SECONDS, and each shoe's close asks for a look.
+SURVEILLANCE_LIVE_ALPHA = _read("SURVEILLANCE_LIVE_ALPHA", env.float, default=0.03)
+if not 0 < SURVEILLANCE_LIVE_ALPHA < 0.5:
+    raise ImproperlyConfigured(
+        "Environment variable SURVEILLANCE_LIVE_ALPHA: a rate above 0 and below 0.5"
+    )
+SURVEILLANCE_LIVE_SECONDS = _read("SURVEILLANCE_LIVE_SECONDS", env.int, default=30)
+if not 1 <= SURVEILLANCE_LIVE_SECONDS <= 3600:
+    raise ImproperlyConfigured(
+        "Environment variable SURVEILLANCE_LIVE_SECONDS: seconds from 1 to 3600"
+    )
+
 # The review queue, the floor and their API bring the flags up to date before
 # they read (audit.services.flags_sync: a safety net, since a coup raises its
 # flags and a correction syncs them in their own transactions); each web
@@ -610,6 +625,12 @@ CELERY_BEAT_SCHEDULE = {
     "trail-timestamps": {
         "task": "trail.timestamps_retry",
         "schedule": timedelta(minutes=TRAIL_TSA_RETRY_MINUTES),
+    },
+    # the live surveillance's look at the open gaming day (also asked for
+    # at each shoe's close): audit/surveillance/live.py
+    "surveillance-live": {
+        "task": "audit.surveillance_live",
+        "schedule": timedelta(seconds=SURVEILLANCE_LIVE_SECONDS),
     },
 }
 

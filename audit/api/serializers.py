@@ -193,6 +193,8 @@ class FloorTableSerializer(serializers.Serializer):
                                           default=None)
     critical = serializers.IntegerField()
     warning = serializers.IntegerField()
+    live = serializers.IntegerField(
+        help_text="open live surveillance alerts at the table (issue 38)")
 
 
 class TrailRowSerializer(serializers.ModelSerializer):

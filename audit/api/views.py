@@ -59,7 +59,8 @@ class FloorView(APIView):
                    summary="Every open table, refreshed by the floor page")
     def get(self, request):
         services.flags_sync(wait=False)
-        rows = selectors.floor_tables()  # croupier: his user name
+        # croupier: his user name; no alert about the reader
+        rows = selectors.floor_tables(hidden=selectors.hidden_from(request.user))
         return Response(s.FloorTableSerializer(rows, many=True).data)
 
 
@@ -89,14 +90,15 @@ class FlagListView(generics.ListAPIView):
     filterset_class = FlagFilter
 
     def get_queryset(self):
-        return selectors.flag_queue(selectors.QueueFilter(status=None))
+        return selectors.flag_queue(selectors.QueueFilter(
+            status=None, hidden=selectors.hidden_from(self.request.user)))
 
     def list(self, request, *args, **kwargs):
         services.flags_sync(wait=False)
         return super().list(request, *args, **kwargs)
 
 
-def _queue_filter(params) -> selectors.QueueFilter:
+def _queue_filter(params, user=None) -> selectors.QueueFilter:
     form = FlagFilter(params, queryset=Flag.objects.none())
     if not form.is_valid():
         raise ValidationError(form.errors)
@@ -105,7 +107,7 @@ def _queue_filter(params) -> selectors.QueueFilter:
         table=d.get("table"), code=d.get("code") or None,
         side=params.get("side") or None, croupier=d.get("croupier"),
         gaming_day=d.get("gaming_day"), status=d.get("status") or None,
-        severity=d.get("severity") or None)
+        severity=d.get("severity") or None, hidden=selectors.hidden_from(user))
 
 
 class FlagCountsView(APIView):
@@ -115,7 +117,8 @@ class FlagCountsView(APIView):
                    summary="Counts for every value of every filter, given the others")
     def get(self, request):
         services.flags_sync(wait=False)
-        return Response(selectors.flag_counts(_queue_filter(request.query_params)))
+        return Response(selectors.flag_counts(
+            _queue_filter(request.query_params, request.user)))
 
 
 class FlagDetailView(APIView):
@@ -123,8 +126,9 @@ class FlagDetailView(APIView):
 
     @extend_schema(responses={200: s.FlagDetailSerializer})
     def get(self, request, pk: int):
-        flag = get_object_or_404(
-            Flag.objects.select_related("table", "croupier", "decided_by"), pk=pk)
+        flag = get_object_or_404(selectors.visible(
+            Flag.objects.select_related("table", "croupier", "decided_by"),
+            selectors.hidden_from(request.user)), pk=pk)
         flag.rule = selectors.RULE_QUOTES.get(flag.code, "")
         if flag.coup_id:
             flag.coup = coups_queryset().get(pk=flag.coup_id)
@@ -138,7 +142,8 @@ class FlagConfirmView(APIView):
                    responses={200: s.FlagSerializer, **CONFLICT},
                    summary="Confirm: the event happened (reason required)")
     def post(self, request, pk: int):
-        flag = get_object_or_404(Flag, pk=pk)
+        flag = get_object_or_404(selectors.visible(
+            Flag.objects.all(), selectors.hidden_from(request.user)), pk=pk)
         data = s.ConfirmSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         flag = services.flag_confirm(flag=flag, user=request.user,
@@ -155,7 +160,8 @@ class FlagDismissView(APIView):
                    "record is wrong (four eyes: the flag then stays open, "
                    "resolved by the correction, to review by another pit boss)")
     def post(self, request, pk: int):
-        flag = get_object_or_404(Flag, pk=pk)
+        flag = get_object_or_404(selectors.visible(
+            Flag.objects.all(), selectors.hidden_from(request.user)), pk=pk)
         data = s.DismissSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data

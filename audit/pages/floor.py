@@ -36,12 +36,18 @@ from .sessions import hand_over_refusal
 from .shared import shared
 
 
-def _floor_tables_html() -> str:
+def _floor_tables_html(request) -> str:
     """The open tables' cards, shared between the floor's readers for a few
     seconds (audit/pages/shared.py; rendered without the request, so nothing
-    of the reader gets into them)."""
-    return shared("tables", lambda: render_to_string(
-        "audit/_floor_tables.html", {"rows": selectors.floor_tables()}))
+    of the reader gets into them). A reader whom surveillance alerts name
+    gets his own rendering, without them (selectors.hidden_from)."""
+    hidden = selectors.hidden_from(request.user)
+
+    def build() -> str:
+        return render_to_string("audit/_floor_tables.html",
+                                {"rows": selectors.floor_tables(hidden=hidden)})
+
+    return build() if hidden is not None else shared("tables", build)
 
 
 def _held_html(request) -> str:
@@ -59,7 +65,7 @@ def floor(request):
     services.flags_sync(wait=False)
     return render(request, "audit/floor.html", {
         "held_html": _held_html(request),
-        "tables_html": _floor_tables_html(),
+        "tables_html": _floor_tables_html(request),
         "closing_html": shared("closing", lambda: render_to_string(
             "audit/_floor_closing.html", {"closing": selectors.closing_work()})),
         "idle": selectors.idle_tables(), "croupier_form": CroupierForm(),
@@ -97,7 +103,7 @@ def session_open(request, pk: int):
 def floor_tables(request):
     """The part of the floor page htmx swaps in every few seconds."""
     services.flags_sync(wait=False)
-    return HttpResponse(_held_html(request) + _floor_tables_html())
+    return HttpResponse(_held_html(request) + _floor_tables_html(request))
 
 
 @route_page
@@ -116,8 +122,10 @@ def queue(request):
             for k, v in form.cleaned_data.items() if k in params}
     query = urlencode(kept)
 
+    hidden = selectors.hidden_from(request.user)
+
     def build() -> str:
-        f = selectors.QueueFilter(**{"status": None, **d})
+        f = selectors.QueueFilter(**{"status": None, **d, "hidden": hidden})
         page = Paginator(selectors.flag_queue_ids(f), 50).get_page(page_number)
         page.object_list = selectors.flags_by_id(list(page.object_list))
         counts = selectors.flag_counts(f)
@@ -129,7 +137,9 @@ def queue(request):
 
     return render(request, "audit/queue.html", {
         "held_html": _held_html(request),
-        "body": shared("queue", build, f"{sorted(kept.items())}|{page_number}")})
+        # alerts about the reader left out: his own rendering, never shared
+        "body": build() if hidden is not None else shared(
+            "queue", build, f"{sorted(kept.items())}|{page_number}")})
 
 
 def _options(options: list[dict], chosen, name: str = "") -> SafeString:

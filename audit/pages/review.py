@@ -29,11 +29,14 @@ from ..forms import (
 from ..models import Flag
 
 
-def _flag(pk: int) -> Flag:
-    return get_object_or_404(
+def _flag(pk: int, user) -> Flag:
+    """The flag, unless it is a surveillance alert about the reader (404:
+    the croupier never sees alerts about himself)."""
+    return get_object_or_404(selectors.visible(
         Flag.objects.select_related("table", "croupier", "decided_by", "author",
                                     "coup__rules", "coup__entered_by", "finding",
-                                    "session", "shoe", "count"), pk=pk)
+                                    "session", "shoe", "count"),
+        selectors.hidden_from(user)), pk=pk)
 
 
 def _flag_page(request, flag, *, confirm=None, dismiss=None, error=None, status=200):
@@ -59,7 +62,7 @@ def _flag_page(request, flag, *, confirm=None, dismiss=None, error=None, status=
 
 @route_page
 def flag_page(request, pk: int):
-    return _flag_page(request, _flag(pk))
+    return _flag_page(request, _flag(pk, request.user))
 
 
 def _error_status(exc) -> int:
@@ -69,7 +72,7 @@ def _error_status(exc) -> int:
 @require_POST
 @route_page
 def flag_confirm(request, pk: int):
-    flag = _flag(pk)
+    flag = _flag(pk, request.user)
     form = ConfirmForm(request.POST)
     if not form.is_valid():
         return _flag_page(request, flag, confirm=form, status=400)
@@ -86,7 +89,7 @@ def flag_confirm(request, pk: int):
 @require_POST
 @route_page
 def flag_dismiss(request, pk: int):
-    flag = _flag(pk)
+    flag = _flag(pk, request.user)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         return _flag_page(request, flag, dismiss=form, status=400)

@@ -15,7 +15,7 @@ from tables.errors import Forbidden, ServiceError
 from tables.models import TableSession
 from tables.services import access as floor_access
 
-from .. import services
+from .. import selectors, services
 from ..forms import CountForm, CroupierForm
 from ..models import CagnotteCount, Flag
 
@@ -41,7 +41,9 @@ def _page(request, session, *, count_form=None, croupier_form=None, error=None,
     return render(request, "audit/session.html", {
         "session": session, "counts": counts, "latest": latest, "locked": locked,
         "computed": services.session_commission(session),
-        "flags": Flag.objects.filter(session=session).order_by("status", "-raised_at"),
+        "flags": selectors.visible(Flag.objects.filter(session=session),
+                                   selectors.hidden_from(user))
+        .order_by("status", "-raised_at"),
         "shoes": session.shoes.prefetch_related("findings").order_by("number"),
         "count_form": count_form or CountForm(),
         "croupier_form": croupier_form or CroupierForm(

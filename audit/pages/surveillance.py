@@ -24,6 +24,7 @@ from tables.models import Table
 
 from ..models import SurveillanceRun
 from ..reports.views import current_gaming_day
+from ..selectors import hidden_from
 from ..surveillance import runs
 from ..surveillance.power import MAX_COUPS
 from ..surveillance.selectors import latest_runs, run_alerts
@@ -148,7 +149,7 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
             for t in s.get("tables", [])]
     shoes = [{**x, "name": tables.get(x["table"], x["table"])}
              for x in s.get("shoes", [])]
-    alerts = run_alerts(run) if run else []
+    alerts = run_alerts(run, hidden=hidden_from(request.user)) if run else []
     croupiers = {int(a.subject.split(":", 1)[1]) for a in alerts
                  if a.subject and a.subject.startswith("croupier:")}
     users.update(get_user_model().objects.filter(pk__in=croupiers - set(users))
@@ -187,7 +188,10 @@ def _page(request, run: SurveillanceRun | None, status: int = 200):
 @route_page
 def surveillance(request):
     """The latest finished run (any period), its charts and alerts."""
+    # a live look's run holds its alerts only, no charts: the page opens on
+    # the latest run over a period (its alerts link to their live run)
     run = (SurveillanceRun.objects.filter(status=SurveillanceRun.Status.DONE)
+           .exclude(source=SurveillanceRun.Source.LIVE)
            .select_related("requested_by").first())
     return _page(request, run)
 

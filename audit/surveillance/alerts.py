@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -206,12 +207,7 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
     how many are new. Inside the run's transaction (runs._pipeline)."""
     if not alerts:
         return 0
-    if connection.vendor == "postgresql":
-        # Two runs over overlapping periods (the nightly one, a manager's)
-        # may find the same alert: their writes take turns, and the second
-        # sees the first's flag instead of colliding on its ident.
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+    write_lock()
     idents = [alert_ident(a, run.from_day, run.to_day) for a in alerts]
     seen = set(Flag.objects.filter(ident__in=idents).values_list("ident", flat=True))
     where = _Places(rows, shoes)
@@ -226,17 +222,58 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
     _fill_places([p for _, _, p in fresh])
     names = _usernames({p["croupier_id"] for _, a, p in fresh
                         if a.kind == "croupier" and p["croupier_id"]})
+    return len(flags_write(run=run, items=[
+        Raise(ident=ident, alert=alert, place=place, message=message(
+            alert, names.get(place["croupier_id"], "")
+            if alert.kind == "croupier" else ""),
+            day=date.fromordinal(alert.day) if alert.day else run.to_day)
+        for ident, alert, place in fresh]))
+
+
+def write_lock() -> None:
+    """Writers of surveillance flags take turns (PostgreSQL): two runs over
+    overlapping periods (the nightly one, a manager's), or a run and a live
+    look, see each other's flags instead of colliding on an ident."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+
+
+@dataclass(frozen=True)
+class Raise:
+    """One new surveillance flag to write: its ident (not raised before),
+    the alert, where it sits (table_id, session_id, shoe_id, croupier_id),
+    its message and gaming day; ``code`` and ``severity`` default to the
+    alert's test and to warning (critical for a certain one)."""
+
+    ident: str
+    alert: Alert
+    place: dict
+    message: str
+    day: date
+    code: str = ""
+    severity: str = ""
+
+
+def flags_write(*, run: SurveillanceRun, items: list[Raise]) -> list[Flag]:
+    """Write the flags, each with its "raised" step, its evidence row
+    (SurveillanceEvidence, bound to the trail by the change-log row that
+    raises it) and that row. The caller holds write_lock and has checked
+    that no flag has these idents (the nightly and manual runs: alerts_write;
+    the live looks: live.py)."""
+    if not items:
+        return []
     now = timezone.now()
     flags = []
-    for ident, alert, place in fresh:
+    for it in items:
+        alert = it.alert
         certain = alert.kind in CERTAIN or alert.test in CERTAIN
         flags.append(Flag(
-            ident=ident, kind=Flag.Kind.SURVEILLANCE, code=alert.test[:32],
-            severity="critical" if certain else "warning", side="",
-            message=message(alert, names.get(place["croupier_id"], "")
-                            if alert.kind == "croupier" else ""),
-            gaming_day=date.fromordinal(alert.day)
-            if alert.day else run.to_day, raised_at=now, **place))
+            ident=it.ident, kind=Flag.Kind.SURVEILLANCE,
+            code=(it.code or alert.test)[:32],
+            severity=it.severity or ("critical" if certain else "warning"),
+            side="", message=it.message[:400], gaming_day=it.day, raised_at=now,
+            **it.place))
     Flag.objects.bulk_create(flags)
     if flags[0].pk is None:  # a database that returns no ids
         ids = dict(Flag.objects.filter(ident__in=[f.ident for f in flags])
@@ -244,7 +281,8 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
         for f in flags:
             f.pk = ids[f.ident]
     events, evidence = [], []
-    for flag, (_, alert, _) in zip(flags, fresh, strict=True):
+    for flag, it in zip(flags, items, strict=True):
+        alert = it.alert
         events.append(FlagEvent(flag=flag, at=now, action="raised",
                                 detail={"run": run.pk, "test": alert.test}))
         body = plain(alert.evidence or {})
@@ -269,4 +307,4 @@ def alerts_write(*, run: SurveillanceRun, alerts: list[Alert], rows: CoupRows,
                  "p_value": ev.p_value, "statistic": ev.statistic}}
         for flag, ev in zip(flags, evidence, strict=True)
     ])
-    return len(flags)
+    return flags

@@ -14,6 +14,7 @@ from casino.access import ByRoute
 from tables.api.views import device_of
 
 from ..models import Flag, SurveillanceRun
+from ..selectors import hidden_from
 from . import runs
 from . import serializers as s
 from .selectors import run_alerts
@@ -74,4 +75,4 @@ class RunAlerts(generics.ListAPIView):
         if getattr(self, "swagger_fake_view", False):  # the schema's generator
             return Flag.objects.none()
         run = get_object_or_404(SurveillanceRun, pk=self.kwargs["pk"])
-        return run_alerts(run)
+        return run_alerts(run, hidden=hidden_from(self.request.user))

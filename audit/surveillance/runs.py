@@ -150,7 +150,7 @@ def surveillance_execute(*, run_id: int) -> SurveillanceRun | None:
 
 
 def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
-    from . import alerts, collect, summary
+    from . import alerts, collect, live_write, summary
     from .detect import CUSUM_TESTS, analyse
 
     timings: dict[str, float] = {}
@@ -193,6 +193,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
             return current  # a later delivery took it over
         raised = alerts.alerts_write(run=current, alerts=found, rows=rows,
                                      shoes=shoes)
+        # the nightly run's word on the day's live alerts (live_write.py)
+        live_write.live_verdicts(run=current, found=found)
         timings["write"] = time.perf_counter() - t2
         timings["total"] = time.perf_counter() - t0
         current.status, current.percent, current.stage = Status.DONE, 100, "done"

@@ -8,15 +8,16 @@ from datetime import date
 from django.db.models import Prefetch
 
 from ..models import Flag, SurveillanceEvidence, SurveillanceRun
+from ..selectors import visible
 
 
-def run_alerts(run: SurveillanceRun) -> list[Flag]:
+def run_alerts(run: SurveillanceRun, *, hidden: int | None = None) -> list[Flag]:
     """The flags of the alerts the run found, each with its evidence
     (attributes subject, statistic, p_value, q_value, alert_evidence,
     raised_by_run), most severe and smallest p first."""
     idents = (run.summary or {}).get("alert_idents") or []
     flags = list(
-        Flag.objects.filter(ident__in=idents)
+        visible(Flag.objects.filter(ident__in=idents), hidden)
         .select_related("croupier", "decided_by", "table")
         .prefetch_related(Prefetch("evidence", SurveillanceEvidence.objects
                                    .order_by("id"), to_attr="_evidence")))
@@ -36,7 +37,8 @@ def run_alerts(run: SurveillanceRun) -> list[Flag]:
 def latest_runs(limit: int = 12) -> list[SurveillanceRun]:
     """The latest run of each period (from, to, tables), newest first."""
     out, seen = [], set()
-    for run in SurveillanceRun.objects.select_related("requested_by")[:200]:
+    for run in (SurveillanceRun.objects.exclude(source=SurveillanceRun.Source.LIVE)
+                .select_related("requested_by")[:200]):
         key = (run.from_day, run.to_day, tuple(run.tables or ()))
         if key in seen:
             continue
@@ -61,6 +63,11 @@ def evidence_chart(kind: str, test: str, ev: dict) -> dict | None:
     a table's or a banker's wins by gaming day)."""
     if not ev:
         return None
+    if kind.startswith("live_") and (ev.get("series") or {}).get("labels"):
+        sr = ev["series"]  # the night so far, shoe by shoe (live_write.py)
+        return {"type": "bars", "labels": sr["labels"],
+                "observed": sr.get("observed", []),
+                "expected": sr.get("expected", [])}
     if kind == "croupier" and ev.get("funnel"):
         f = ev["funnel"]
         return {"type": "funnel", "n": f.get("n", []),

@@ -22,3 +22,16 @@ def surveillance_run_task(run_id: int) -> dict:
         return {"run": run_id, "status": "missing"}
     return {"run": run.pk, "status": run.status, "coups": run.coups,
             "alerts": run.alerts}
+
+
+@shared_task(name="audit.surveillance_live", **TASK)
+def surveillance_live_task(shoe_id: int | None = None) -> dict:
+    """One look of the live surveillance at the open gaming day (beat, every
+    SURVEILLANCE_LIVE_SECONDS; and each shoe's close, naming its shoe). A
+    look delivered twice raises nothing twice (live.py's lock and idents)."""
+    if shoe_id is not None and not is_id(shoe_id):
+        return message_refused("audit.surveillance_live", f"shoe id {shoe_id!r}")
+    from .live import live_look
+
+    out = live_look()
+    return {**out, "shoe": shoe_id} if shoe_id is not None else out

@@ -21,6 +21,12 @@ TESTS = {
     "count": _("Cards dealt, burned and left do not make the shoe"),
     "rank_over": _("A rank seen more often than the shoe holds"),
     "rank_short": _("A rank short at the shoe's close"),
+    # the live surveillance's tests (audit/surveillance/sequential.py)
+    "croupier_false_draws": _("False draws above the floor's rate tonight"),
+    "table_banker_share": _("The table's banker wins away from the odds tonight"),
+    "live_croupier": _("False draws above the floor's rate tonight"),
+    "live_banker": _("The banker won more coups than the odds give tonight"),
+    "live_table": _("The table's banker wins away from the odds tonight"),
 }
 
 KINDS = {
@@ -30,6 +36,9 @@ KINDS = {
     "table_cusum": _("table"),
     "shoe": _("shoe"),
     "shoe_count": _("shoe count"),
+    "live_croupier": _("croupier, tonight (live)"),
+    "live_banker": _("banker, tonight (live)"),
+    "live_table": _("table, tonight (live)"),
 }
 
 
@@ -82,6 +91,19 @@ FIGURES = {
     "table": _("table"),
     "shoe": _("shoe"),
     "day": _("gaming day"),
+    "family": _("watched"),
+    "who": _("who"),
+    "log_lambda": _("log of the likelihood ratio (log Λ)"),
+    "level": _("level (per subject and shift)"),
+    "once_in_shifts": _("by chance about once in (shifts)"),
+    "alpha": _("the house's bound on shifts with a false alert"),
+    "subjects": _("subjects watched tonight"),
+    "budget": _("subjects budgeted"),
+    "over_budget": _("more subjects than budgeted"),
+    "reference": _("reference"),
+    "reference_rate": _("reference rate"),
+    "reference_coups": _("coups of the reference"),
+    "mix": _("free choices weighed at"),
 }
 
 
@@ -163,3 +185,49 @@ def alert_sentence(code: str, who: str, evidence: dict | None,
     if said is None:
         said = f"{test_label(code)}: {who}"
     return f"{said}; {chance}." if chance else f"{said}."
+
+
+# ---- a live alert in one sentence, for the queue (issue 38) ------------------
+
+_LIVE = {
+    "live_croupier": _("{table}: croupier {who} has false-drawn {count} times in "
+                       "{coups} coups tonight; the floor's rate would give "
+                       "{expected}; this happens by chance about once in "
+                       "{once} shifts"),
+    "live_banker": _("{table}: the banker ({who}) has won {count} of {coups} "
+                     "coups tonight; the odds would give {expected}; this "
+                     "happens by chance about once in {once} shifts"),
+    "live_table": _("{table}: the bank has won {count} of {coups} coups "
+                    "tonight; the odds would give {expected}; this happens by "
+                    "chance about once in {once} shifts"),
+}
+
+
+def _who_words(who: str) -> str:
+    """The banker's identity as the evidence stores it ("card 12", "seat
+    3"), in the reader's language."""
+    kind, _sep, rest = (who or "").partition(" ")
+    if kind == "card":
+        return str(_("card {n}")).format(n=rest)
+    if kind == "seat":
+        return str(_("seat {n}")).format(n=rest)
+    return who or ""
+
+
+def live_sentence(code: str, evidence: dict | None) -> str:
+    """"Table 4: croupier X has false-drawn 9 times in 310 coups tonight;
+    the floor's rate would give 1; this happens by chance about once in
+    20,000 shifts." From the live alert's own evidence, in the reader's
+    language (the queue, the flag's page)."""
+    ev = evidence or {}
+    words = _LIVE.get(code)
+    if words is None or ev.get("coups") is None:
+        return test_label(code)
+    expected = float(ev.get("expected") or 0)
+    who = ev.get("who") or ""
+    return str(words).format(
+        table=ev.get("table") or str(_("A table")),
+        who=_who_words(who) if code == "live_banker" else who,
+        count=_number(ev.get("count", 0)), coups=_number(ev["coups"]),
+        expected=_number(expected, 0 if expected >= 10 else 1),
+        once=_number(ev.get("once_in_shifts") or 0)) + "."

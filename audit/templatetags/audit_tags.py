@@ -65,7 +65,7 @@ def floor_card_key(r: dict) -> tuple:
         session["opened_at"], r["table"]["pk"], r["table"]["name"], r["croupier"],
         None if turn is None else (turn["seat"], turn["bank"]), r["coups"],
         None if shoe is None else (shoe["number"], shoe["cards_left"]),
-        r["critical"], r["warning"],
+        r["critical"], r["warning"], r.get("live", 0),
     )
 
 

@@ -19,7 +19,7 @@ from ..errors import Conflict, Invalid
 from ..models import BankerTurn, Shoe, ShoeFinding, Table, TableSession
 from .access import croupier_check
 from .facts import gaming_day_for, next_seat  # noqa: F401 - next_seat re-exported
-from .hooks import shoe_findings_written
+from .hooks import shoe_closed, shoe_findings_written
 from .house import STANDARD_TABLEAU_VERSION, house_rules_change, rules_in_force
 from .turns import _turn_close
 
@@ -281,4 +281,6 @@ def shoe_close(
             new=new,
             rows=found,
         )
+        # after the commit, never in it: the live surveillance's look (hooks.py)
+        shoe_closed(shoe.pk)
     return shoe

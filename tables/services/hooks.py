@@ -15,12 +15,22 @@ the findings of new coups, and both write paths call it:
 
 A shoe's own findings (shoe_count at its close) go the same way through
 `register_shoe` / `shoe_findings_written`.
+
+What another app does once a shoe's close has committed (the live
+surveillance's look) is registered with `register_shoe_closed`: the close
+calls `shoe_closed` in its transaction, and each callback runs after the
+commit, never in it; its failure (a broker down) is logged, never the
+close's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
+
+from django.db import transaction
 
 if TYPE_CHECKING:
     from ..models import Coup, Finding, Shoe, ShoeFinding
@@ -80,3 +90,27 @@ def shoe_findings_written(shoe: Shoe, findings: Sequence[ShoeFinding], *, user) 
     if findings:
         for writer in _shoe_writers:
             writer.shoe_written(shoe, findings, user=user)
+
+
+# After a shoe's close has committed (the live surveillance: audit.apps).
+_shoe_closed: list[Callable[[int], object]] = []
+log = logging.getLogger(__name__)
+
+
+def register_shoe_closed(callback: Callable[[int], object]) -> None:
+    if callback not in _shoe_closed:
+        _shoe_closed.append(callback)
+
+
+def _after_close(callback: Callable[[int], object], shoe_id: int) -> None:
+    try:
+        callback(shoe_id)
+    except Exception:  # the close is committed: nothing of it may fail now
+        log.exception("after the close of shoe %s", shoe_id)
+
+
+def shoe_closed(shoe_id: int) -> None:
+    """In the close's transaction: each registered callback runs once it
+    commits (not at all if it rolls back)."""
+    for callback in _shoe_closed:
+        transaction.on_commit(partial(_after_close, callback, shoe_id))

@@ -32,7 +32,8 @@ from tests.reports.conftest import (  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
-FAST = {"TRAIL_ANCHOR_MINUTES": "0.1", "TRAIL_TSA_RETRY_MINUTES": "0.1"}
+FAST = {"TRAIL_ANCHOR_MINUTES": "0.1", "TRAIL_TSA_RETRY_MINUTES": "0.1",
+        "SURVEILLANCE_LIVE_SECONDS": "2"}
 
 
 def _every_few_seconds():
@@ -76,7 +77,8 @@ def test_beat_and_a_worker_leave_a_trail_that_verifies(
     beat_rows, start_worker, settings, tmp_path  # noqa: F811
 ):
     anchors = tmp_path / "anchors-beat"
-    scheduled = {*_every_few_seconds(), "trail.anchor", "trail.timestamps_retry"}
+    scheduled = {*_every_few_seconds(), "trail.anchor", "trail.timestamps_retry",
+                 "audit.surveillance_live"}
     env = {**FAST, "TRAIL_ANCHOR_DIR": str(anchors)}
     worker = start_worker(env=env)
     beat_env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}

@@ -33,6 +33,8 @@ FORGED = "FORGED via Redis: key rotation"
     ("reports.reaudit_chunk", [1, "0"], {}),
     ("reports.reaudit_finish", [None], {}),
     ("audit.surveillance_run", [1.5], {}),
+    ("audit.surveillance_live", ["7"], {}),
+    ("audit.surveillance_live", [], {"shoe_id": True}),
     ("audit.verify_ledger", [], {"day": FORGED}),
     ("audit.verify_ledger", [], {"cutoff_hour": "6"}),
 ])

@@ -52,3 +52,34 @@ def test_a_croupier_alert_in_one_sentence():
         assert corrected.startswith("Le croupier X : ses coups sont corrigés 3,0 "
                                     "fois"), corrected
         assert " de Le " not in corrected
+
+
+
+def test_a_live_alert_in_one_sentence_in_english_and_french():
+    """The queue's words for the live alerts (issue 38), from their evidence."""
+    from django.utils import translation
+
+    from audit.surveillance.words import live_sentence
+
+    croupier = {"table": "Table 4", "who": "X", "count": 9, "coups": 310,
+                "expected": 0.93, "once_in_shifts": 20000}
+    banker = {**croupier, "who": "card P0107", "count": 40, "coups": 60,
+              "expected": 27.5}
+    table = {**banker, "who": "", "count": 120, "expected": 142.3}
+    with translation.override("en"):
+        assert live_sentence("live_croupier", croupier) == (
+            "Table 4: croupier X has false-drawn 9 times in 310 coups tonight; "
+            "the floor's rate would give 0.9; this happens by chance about once "
+            "in 20,000 shifts.")
+        assert live_sentence("live_banker", banker) == (
+            "Table 4: the banker (card P0107) has won 40 of 60 coups tonight; "
+            "the odds would give 28; this happens by chance about once in "
+            "20,000 shifts.")
+        assert live_sentence("live_table", table).startswith(
+            "Table 4: the bank has won 120 of 60 coups tonight; the odds would "
+            "give 142;")
+    with translation.override("fr"):
+        said = live_sentence("live_banker", {**banker, "who": "seat 3"})
+        assert said.startswith("Table 4 : le banquier (place 3) a gagné 40 coups "
+                               "sur 60 ce soir"), said
+        assert "environ une fois en 20\u00a0000 soirées" in said
