@@ -36,7 +36,7 @@ def quiet_closes(monkeypatch):
 def _shift(croupier, croupier2):
     deal(croupier, DAY1, tables=2, shoes=6, seed=31, false_draw_rate=0.01,
          table_prefix="Honest")
-    deal(croupier2, DAY1, tables=1, shoes=16, seed=32, false_draw_rate=0.04,
+    deal(croupier2, DAY1, tables=1, shoes=16, seed=32, false_draw_rate=0.10,
          table_prefix="Bad")
 
 
