@@ -114,7 +114,8 @@ def checkpoints_at() -> dict:
            "log_row": ChangeLog.objects.order_by("-id").values_list(
                "id", flat=True).first() or 0,
            "surveillance_flags": Flag.objects.filter(
-               kind=Flag.Kind.SURVEILLANCE).count()}
+               kind=Flag.Kind.SURVEILLANCE).count(),
+           "worker_log": WORKER_LOG.stat().st_size if WORKER_LOG.exists() else 0}
     connection.close()
     return out
 
@@ -137,7 +138,20 @@ def background_report(a: dict, b: dict, window_s: float) -> dict:
         for m in re.finditer(r"Sending due task \S+ \(([\w.]+)\)",
                              BEAT_LOG.read_text(errors="replace")):
             sent[m.group(1)] += 1
+    # the worker's time by task over the window: its log's lines between the
+    # two sizes ("Task trail.checkpoint[...] succeeded in 0.012s")
+    busy: Counter = Counter()
+    tasks: Counter = Counter()
+    with open(WORKER_LOG, "rb") as f:
+        f.seek(a["worker_log"])
+        part = f.read(b["worker_log"] - a["worker_log"]).decode(errors="replace")
+    for m in re.finditer(r"Task ([\w.]+)\[[^\]]+\] (?:succeeded|raised|failed)\S* in "
+                         r"([\d.]+)s", part):
+        busy[m.group(1)] += float(m.group(2))
+        tasks[m.group(1)] += 1
     return {
+        "worker_s_by_task": {k: round(v, 2) for k, v in busy.most_common()},
+        "tasks_done": dict(tasks),
         "checkpoints": len(made),
         "per_second": round(len(made) / window_s, 2) if window_s else None,
         "max_gap_s": round(max(gaps), 2) if gaps else None,

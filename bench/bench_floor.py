@@ -906,7 +906,8 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
         f"{bg['checkpoints']} checkpoints signed in the window "
         f"({bg['per_second']}/s, longest gap {bg['max_gap_s']} s) over "
         f"{bg['log_rows']} change-log rows; {bg['surveillance_flags']} live "
-        f"surveillance flags; beat sent {bg['beat_sent']}" if bg["beat"]
+        f"surveillance flags; beat sent {bg['beat_sent']}; the worker's tasks in "
+        f"the window {bg['tasks_done']}, seconds {bg['worker_s_by_task']}" if bg["beat"]
         else "no beat (--no-beat): no checkpoint, no live surveillance"))
     limit = limit_text(cpu)
     print(f"what limits: {limit}")
