@@ -6,6 +6,7 @@ Run from the project root, alone on the machine for figures:
     .venv/bin/python bench/bench_floor.py
         [--tables 500] [--duration 60] [--bosses 20] [--history-days 30]
         [--history-coups 60] [--workers 3] [--threads 4] [--page-workers 0]
+        [--worker-concurrency 4] [--no-beat] [--day-close]
 
 A fresh PostgreSQL database (bench_floor, dropped and re-created, migrated;
 BENCH_DATABASE_URL to change it), dropped again when the bench ends, whatever
@@ -30,8 +31,12 @@ untimed:
 Then gunicorn (gthread, on a port in 8790-8799, or in BENCH_PORTS=first-last;
 with --page-workers N, a second one of N processes on the next free port
 serves the pit bosses' pages,
-the first the API, as two pools behind the proxy) and `celery -A casino worker`
-(one pool process, under nice 10: --worker-nice), warmed as a server up for a
+the first the API, as two pools behind the proxy), `celery -A casino worker`
+(4 pool processes as deploy/ has them, under nice 10: --worker-nice) and
+`celery -A casino beat` with the project's own schedule (bench/_floor_celery.py:
+the trail's checkpoints and every other beat task run in the window as in
+production; --no-beat: none; the day's close, crontabs that a fresh database
+runs at beat's first tick, off unless --day-close), warmed as a server up for a
 while (untimed bursts of reads, then of coups: every worker process loaded,
 every thread's database connection open and its coup statements prepared),
 and for --duration seconds:
@@ -50,8 +55,11 @@ Afterwards: latencies (p50/p95/p99/max) per kind, errors, and proof that every
 acknowledged coup is stored exactly once (bench/_harness.verify over today's
 sessions: keys, sequences, banker-turn chains, rollups, ledger re-settled).
 What limits the run: the CPU seconds of the gunicorn workers, the PostgreSQL
-backends of this database, the Celery worker and this client over the window
-(/proc/<pid>/stat), and the machine's idle share (/proc/stat).
+backends of this database, the Celery worker, beat and this client over the
+window (/proc/<pid>/stat), and the machine's idle share (/proc/stat); what
+beat's schedule did in the window: the checkpoints signed (from the
+database), the longest gap between two, the live surveillance's flags, the
+worker's seconds by task (its log).
 
 Aims: coup p99 <= 100 ms, floor page p99 <= 250 ms, every acknowledged coup
 stored once; exit status 1 otherwise. Writes var/bench/floor.json.
@@ -603,6 +611,9 @@ def main() -> None:
     parser.add_argument("--no-beat", action="store_true",
                         help="no Celery beat: no checkpoints, no live surveillance "
                              "(to compare)")
+    parser.add_argument("--day-close", action="store_true",
+                        help="keep the day's close on beat's schedule (crontabs: "
+                             "its first tick closes the history's last day)")
     parser.add_argument("--replay-rate", type=float, default=0.02)
     parser.add_argument("--timeout-rate", type=float, default=0.01)
     parser.add_argument("--report-at", type=float, default=5.0)
@@ -677,6 +688,9 @@ def run(args, url: str, before: dict) -> None:
             if args.page_nice:
                 _floor_celery.be_nice(pages.pid, args.page_nice)
         celery = _floor_celery.start_worker(args.worker_nice, args.worker_concurrency)
+        if not args.no_beat and not args.day_close:
+            print("beat: the day's close off for the run: "
+                  + "; ".join(_floor_celery.day_schedules_off()), flush=True)
         beat = None if args.no_beat else _floor_celery.start_beat()
     except BaseException:
         _server.stop(proc)
