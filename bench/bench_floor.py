@@ -6,6 +6,7 @@ Run from the project root, alone on the machine for figures:
     .venv/bin/python bench/bench_floor.py
         [--tables 500] [--duration 60] [--bosses 20] [--history-days 30]
         [--history-coups 60] [--workers 3] [--threads 4] [--page-workers 0]
+        [--worker-concurrency 4] [--no-beat] [--day-close]
 
 A fresh PostgreSQL database (bench_floor, dropped and re-created, migrated;
 BENCH_DATABASE_URL to change it), dropped again when the bench ends, whatever
@@ -30,8 +31,12 @@ untimed:
 Then gunicorn (gthread, on a port in 8790-8799, or in BENCH_PORTS=first-last;
 with --page-workers N, a second one of N processes on the next free port
 serves the pit bosses' pages,
-the first the API, as two pools behind the proxy) and `celery -A casino worker`
-(one pool process, under nice 10: --worker-nice), warmed as a server up for a
+the first the API, as two pools behind the proxy), `celery -A casino worker`
+(4 pool processes as deploy/ has them, under nice 10: --worker-nice) and
+`celery -A casino beat` with the project's own schedule (bench/_floor_celery.py:
+the trail's checkpoints and every other beat task run in the window as in
+production; --no-beat: none; the day's close, crontabs that a fresh database
+runs at beat's first tick, off unless --day-close), warmed as a server up for a
 while (untimed bursts of reads, then of coups: every worker process loaded,
 every thread's database connection open and its coup statements prepared),
 and for --duration seconds:
@@ -50,8 +55,11 @@ Afterwards: latencies (p50/p95/p99/max) per kind, errors, and proof that every
 acknowledged coup is stored exactly once (bench/_harness.verify over today's
 sessions: keys, sequences, banker-turn chains, rollups, ledger re-settled).
 What limits the run: the CPU seconds of the gunicorn workers, the PostgreSQL
-backends of this database, the Celery worker and this client over the window
-(/proc/<pid>/stat), and the machine's idle share (/proc/stat).
+backends of this database, the Celery worker, beat and this client over the
+window (/proc/<pid>/stat), and the machine's idle share (/proc/stat); what
+beat's schedule did in the window: the checkpoints signed (from the
+database), the longest gap between two, the live surveillance's flags, the
+worker's seconds by task (its log).
 
 Aims: coup p99 <= 100 ms, floor page p99 <= 250 ms, every acknowledged coup
 stored once; exit status 1 otherwise. Writes var/bench/floor.json.
@@ -69,7 +77,6 @@ import random
 import re
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -85,6 +92,7 @@ os.environ.setdefault("BENCH_DATABASE_URL",
                       "postgres://postgres@127.0.0.1:5432/bench_floor")
 
 import _benchdb  # noqa: E402
+import _floor_celery  # noqa: E402
 import _harness  # noqa: E402
 import _server  # noqa: E402
 import _tablets  # noqa: E402
@@ -496,65 +504,13 @@ def redis_leave(url: str, given: bool) -> None:
             client.delete(*batch[i:i + 500])
 
 
-def start_celery(nice: int) -> tuple[subprocess.Popen, Path]:
-    log = _benchdb.OUT_DIR / "floor-celery.log"
-    # The reports wait for the CPU the floor leaves: on one box the tablets
-    # and the pit bosses come first (nice 10: about a tenth of a core when
-    # the web wants both, all of what is idle otherwise).
-    cmd = ["nice", "-n", str(nice)] if nice else []
-    cmd += [str(Path(sys.executable).with_name("celery")), "-A", "casino", "worker",
-           "--concurrency=1", "--without-gossip", "--without-mingle",
-           "--without-heartbeat", "--loglevel=INFO",
-           "-n", f"bench-floor-{os.getpid()}@%h"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=_benchdb.ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while b"ready." not in log.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_celery(proc)
-            sys.exit(f"the Celery worker did not start; see {log}")
-        time.sleep(0.2)
-    # Linux shares the CPU between sessions (autogroups) before it looks at
-    # a process's nice value: the worker, a session of its own, would take a
-    # third of the cores however nice. Its session is made nice as a whole
-    # (as a systemd unit's CPUWeight would).
-    try:
-        with open(f"/proc/{proc.pid}/autogroup", "w") as f:
-            f.write(str(nice))
-    except OSError as exc:
-        print(f"note: the worker's autogroup stays at nice 0 ({exc})")
-    return proc, log
-
-
-def be_nice(pid: int, nice: int) -> None:
-    """Renice a process started in a session of its own (gunicorn: its master
-    and the workers it forked; those it forks later inherit it), and its
-    session's autogroup: Linux shares the CPU between sessions first."""
-    os.setpriority(os.PRIO_PGRP, pid, nice)
-    try:
-        with open(f"/proc/{pid}/autogroup", "w") as f:
-            f.write(str(nice))
-    except OSError as exc:
-        print(f"note: the autogroup of {pid} stays at nice 0 ({exc})")
-
-
-def stop_celery(proc) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)  # warm shutdown, by its pid
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-
-
-def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
+def cpu_snapshot(webs: tuple[int, ...], background: tuple[int, int | None],
+                 db: str) -> dict:
     """CPU ticks so far of the gunicorn masters and workers (their sessions),
-    the Celery worker and its pool, this database's PostgreSQL backends, this
-    client; and the machine's busy and idle ticks."""
-    out = {"web": 0, "worker": 0, "postgres": 0, "pages": 0}
+    the Celery worker and its pool, beat, this database's PostgreSQL
+    backends, this client; and the machine's busy and idle ticks."""
+    worker, beat = background
+    out = {"web": 0, "worker": 0, "beat": 0, "postgres": 0, "pages": 0}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -573,6 +529,8 @@ def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
                 out["pages"] += ticks
         elif session == worker:
             out["worker"] += ticks
+        elif beat is not None and session == beat:
+            out["beat"] += ticks
         elif cmd.startswith("postgres:") and f" {db} " in cmd:
             out["postgres"] += ticks
     with open("/proc/stat") as f:
@@ -586,7 +544,7 @@ def cpu_snapshot(webs: tuple[int, ...], worker: int, db: str) -> dict:
 def cpu_report(a: dict, b: dict, seconds: float) -> dict:
     hz = os.sysconf("SC_CLK_TCK")
     cores = os.cpu_count() or 1
-    used = {k: (b[k] - a[k]) / hz for k in ("web", "worker", "postgres")}
+    used = {k: (b[k] - a[k]) / hz for k in ("web", "worker", "beat", "postgres")}
     used["client"] = b["client_s"] - a["client_s"]
     all_ = (b["machine_all"] - a["machine_all"]) / hz
     idle = (b["machine_idle"] - a["machine_idle"]) / hz
@@ -647,6 +605,15 @@ def main() -> None:
              "CPUWeight= of the pages' unit)")
     parser.add_argument("--worker-nice", type=int, default=10,
                         help="the Celery worker's nice value (0: none)")
+    parser.add_argument("--worker-concurrency", type=int, default=4,
+                        help="the Celery worker's pool processes (4: "
+                             "deploy/systemd/casino-worker.service)")
+    parser.add_argument("--no-beat", action="store_true",
+                        help="no Celery beat: no checkpoints, no live surveillance "
+                             "(to compare)")
+    parser.add_argument("--day-close", action="store_true",
+                        help="keep the day's close on beat's schedule (crontabs: "
+                             "its first tick closes the history's last day)")
     parser.add_argument("--replay-rate", type=float, default=0.02)
     parser.add_argument("--timeout-rate", type=float, default=0.01)
     parser.add_argument("--report-at", type=float, default=5.0)
@@ -719,18 +686,25 @@ def run(args, url: str, before: dict) -> None:
                 page_port, log_name="floor-gunicorn-pages.log", env=ACCESS_LOG)
             cmd = [*cmd, "+ pages:", *page_cmd[1:]]
             if args.page_nice:
-                be_nice(pages.pid, args.page_nice)
-        celery, _ = start_celery(args.worker_nice)
+                _floor_celery.be_nice(pages.pid, args.page_nice)
+        celery = _floor_celery.start_worker(args.worker_nice, args.worker_concurrency)
+        if not args.no_beat and not args.day_close:
+            print("beat: the day's close off for the run: "
+                  + "; ".join(_floor_celery.day_schedules_off()), flush=True)
+        beat = None if args.no_beat else _floor_celery.start_beat()
     except BaseException:
         _server.stop(proc)
         if pages is not None:
             _server.stop(pages)
+        _floor_celery.stop(celery)
         raise
     webs = (proc.pid, pages.pid) if pages is not None else (proc.pid,)
     report_job: dict = {}
     try:
         print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
-              f"(pid {celery.pid}, 1 pool process, nice {args.worker_nice})",
+              f"(pid {celery.pid}, {args.worker_concurrency} pool processes, nice "
+              f"{args.worker_nice}); "
+              + ("no beat" if beat is None else f"celery beat (pid {beat.pid})"),
               flush=True)
         rec = Record()
         behaviour = _tablets.Behaviour(replay_rate=args.replay_rate,
@@ -757,6 +731,8 @@ def run(args, url: str, before: dict) -> None:
         # The client's own collector, out of the window's way: a full
         # collection over the set-up's objects stalled every client thread
         # (the coups' times then counted the client's pause, not the server's)
+        if beat is not None:
+            beat_caught_up()
         gc.collect()
         gc.freeze()
         start = time.monotonic() + 1.0
@@ -772,10 +748,13 @@ def run(args, url: str, before: dict) -> None:
             daemon=True)
         for t in [*threads, mgr]:
             t.start()
+        background = (celery.pid, beat.pid if beat is not None else None)
         time.sleep(max(0.0, start - time.monotonic()))
-        cpu0 = cpu_snapshot(webs, celery.pid, url.rsplit("/", 1)[1])
+        cpu0 = cpu_snapshot(webs, background, url.rsplit("/", 1)[1])
+        made0 = _floor_celery.checkpoints_at()
         time.sleep(max(0.0, stop - time.monotonic()))
-        cpu1 = cpu_snapshot(webs, celery.pid, url.rsplit("/", 1)[1])
+        cpu1 = cpu_snapshot(webs, background, url.rsplit("/", 1)[1])
+        made1 = _floor_celery.checkpoints_at()
         print("window over; resolving coups in flight, waiting for the report",
               flush=True)
         for t in threads:
@@ -787,8 +766,11 @@ def run(args, url: str, before: dict) -> None:
         _server.stop(proc)
         if pages is not None:
             _server.stop(pages)
-        stop_celery(celery)
+        _floor_celery.stop(beat)
+        _floor_celery.stop(celery)
     cpu = cpu_report(cpu0, cpu1, stop - start)
+    cpu["background"] = _floor_celery.background_report(made0, made1, stop - start)
+    cpu["background"]["beat"] = beat is not None
     acked, unresolved = {}, []
     for t in tables:
         acked.update(t.tally.acked)
@@ -799,6 +781,29 @@ def run(args, url: str, before: dict) -> None:
     result = _harness.verify(acked, unresolved, gaming_days=[live_day])
     report(args, cmd, rec, start, stop, tables, result, cpu, report_job, hist,
            before, setup_s)
+
+
+def beat_caught_up(limit: float = 120.0) -> None:
+    """Before the window: beat's first checkpoints cover the set-up's rows
+    (a few per table), so that the window sees the floor's steady work, not
+    that backlog."""
+    from django.db import connection
+
+    from casino.models import ChangeLog, Checkpoint
+
+    t0 = time.monotonic()
+    last = ChangeLog.objects.order_by("-id").values_list("id", flat=True).first()
+    while time.monotonic() - t0 < limit:
+        head = (Checkpoint.objects.order_by("-id").values_list("head_row", flat=True)
+                .first())
+        if head is not None and last is not None and head >= last:
+            print(f"beat: the set-up's rows checkpointed "
+                  f"({time.monotonic() - t0:.1f} s)", flush=True)
+            break
+        time.sleep(0.5)
+    else:
+        print(f"note: beat had not checkpointed the set-up's rows in {limit:.0f} s")
+    connection.close()
 
 
 def server_times() -> dict[str, float]:
@@ -910,6 +915,14 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
           + f"; machine idle {cpu['machine_idle_pct']} %"
           + (f"; the web's pages pool {cpu['web_pages_s']} s of it"
              if cpu["web_pages_s"] else ""))
+    bg = cpu["background"]
+    print("background (beat's schedule): " + (
+        f"{bg['checkpoints']} checkpoints signed in the window "
+        f"({bg['per_second']}/s, longest gap {bg['max_gap_s']} s) over "
+        f"{bg['log_rows']} change-log rows; {bg['surveillance_flags']} live "
+        f"surveillance flags; beat sent {bg['beat_sent']}; the worker's tasks in "
+        f"the window {bg['tasks_done']}, seconds {bg['worker_s_by_task']}" if bg["beat"]
+        else "no beat (--no-beat): no checkpoint, no live surveillance"))
     limit = limit_text(cpu)
     print(f"what limits: {limit}")
     print("aims: coup p99 <= 100 ms {}, floor p99 <= 250 ms {}, stored once {}, "
@@ -922,6 +935,7 @@ def report(args, cmd, rec, start, stop, tables, result, cpu, job, hist, before,
         "bosses": args.bosses, "duration_s": args.duration, "history": hist,
         "workers": args.workers, "threads": args.threads,
         "worker_nice": args.worker_nice, "page_workers": args.page_workers,
+        "worker_concurrency": args.worker_concurrency, "beat": not args.no_beat,
         "page_nice": args.page_nice, "turns_opened": turns,
         "setup_s": round(setup_s, 1), "latency": figures, "report": job,
         "slowest_coups": slow,

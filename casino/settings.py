@@ -601,8 +601,9 @@ if _visibility < 1:
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility}
 CELERY_TIMEZONE = TIME_ZONE
-# Schedules live in the database (editable in the admin): `celery -A casino beat`.
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Schedules live in the database (editable in the admin): `celery -A casino beat`,
+# django-celery-beat's scheduler with sub-second intervals kept (casino/beat.py).
+CELERY_BEAT_SCHEDULER = "casino.beat:Scheduler"
 # Beat copies these into the database at start (and keeps them in step).
 CELERY_BEAT_SCHEDULE = {
     "trail-anchor": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from html import escape
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -12,7 +13,6 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
-from django.utils.html import format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
@@ -126,11 +126,14 @@ def queue(request):
 
     def build() -> str:
         f = selectors.QueueFilter(**{"status": None, **d, "hidden": hidden})
-        page = Paginator(selectors.flag_queue_ids(f), 50).get_page(page_number)
-        page.object_list = selectors.flags_by_id(list(page.object_list))
         counts = selectors.flag_counts(f)
+        total = counts.pop("total")[0]["count"]
+        paginator = Paginator(selectors.flag_queue_ids(f), 50)
+        paginator.count = total  # counted above: the same filter, not again
+        page = paginator.get_page(page_number)
+        page.object_list = selectors.flags_by_id(list(page.object_list))
         return render_to_string("audit/_queue_body.html", {
-            "page": page, "total": counts.pop("total")[0]["count"],
+            "page": page, "total": total,
             "filters": [(name, _options(options, d.get(name), name))
                         for name, options in counts.items()],
             "query": query})
@@ -148,13 +151,16 @@ def _options(options: list[dict], chosen, name: str = "") -> SafeString:
     template's loop was half the queue's rendering). A code (finding, side,
     status, severity) is labelled in words; its value stays the code."""
     chosen = None if chosen is None else str(chosen)
-    return format_html_join("", '<option value="{}"{}>{} ({})</option>', (
-        (o["value"], SELECTED if chosen == str(o["value"]) else "",
-         option_word(name, o["value"]) or o["label"], o["count"])
-        for o in options))
-
-
-SELECTED = mark_safe(" selected")
+    # Each value and label escaped as format_html escapes them (html.escape),
+    # at a fifth of its cost: a thousand tables' options.
+    out = []
+    for o in options:
+        value = str(o["value"])
+        label = escape(str(option_word(name, o["value"]) or o["label"]))
+        selected = " selected" if chosen == value else ""
+        out.append(f'<option value="{escape(value)}"{selected}>{label} '
+                   f'({int(o["count"])})</option>')
+    return mark_safe("".join(out))
 
 
 @route_page

@@ -174,3 +174,24 @@ def test_the_queue_keeps_the_chosen_filters_selected(client, pitboss, played):
     assert re.search(r'<option value="warning" selected>warning \(1\)', page)
     assert re.search(r'<option value="open" selected>open \(1\)', page)
     assert not re.search(r'<option value="false_draw" selected>', page)
+
+
+def test_a_queue_row_is_rendered_again_when_what_it_shows_changes(played):
+    """The queue's rows are kept as rendered (audit_tags.queue_row), by
+    everything a row shows: its age, its status, its coup's revision..."""
+    from datetime import timedelta
+
+    from audit.models import Flag
+    from audit.services import flags_sync
+    from audit.templatetags.audit_tags import queue_row
+
+    flags_sync()
+    flag = selectors.flags_by_id([Flag.objects.get(code="false_draw").pk])[0]
+    first = queue_row(flag)
+    assert "false draw" in first and f"/floor/flags/{flag.pk}/" in first
+    assert queue_row(flag) is first  # kept
+    flag.raised_at -= timedelta(hours=3)
+    older = queue_row(flag)
+    assert older != first and "3\xa0hours" in older
+    flag.status = Flag.Status.CONFIRMED
+    assert 'data-code="confirmed"' in queue_row(flag)

@@ -9,6 +9,7 @@ passed on to the next."""
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
@@ -226,3 +227,30 @@ def test_the_state_is_read_once_per_page(client, pitboss, session, share):
 
     assert probes() == 1
     assert probes() == 1
+
+
+def test_each_part_is_rendered_again_only_when_what_it_shows_changes(
+        client, pitboss, pitboss2, manager, croupier2, shoe, turn, deal, share,
+        reads):
+    """A flag raised renders the cards and the queue again, not the boxes to
+    count; a box counted renders that list again, not the cards nor the queue
+    (audit/pages/shared.py PARTS: at 1,000 tables the first reader after a
+    change rendered all three)."""
+    from audit.services import cagnotte_count
+    from tables import services
+
+    table = services.table_create(user=manager, name="Salon rouge")
+    done = services.session_open(table=table, user=manager, croupier=croupier2)
+    services.session_close(session=done, user=manager)
+    read(client, pitboss, "/floor/")
+    read(client, pitboss, "/floor/queue/")
+    assert reads == {"tables": 1, "closing": 1, "queue": 1}
+    deal(shoe, FALSE_DRAW, [stake("200", seat=3)])  # a flag raised
+    assert "1 warning" in read(client, pitboss2, "/floor/")
+    assert "false draw" in read(client, pitboss2, "/floor/queue/")
+    assert reads == {"tables": 2, "closing": 1, "queue": 2}
+    cagnotte_count(session=done, counted=Decimal("0.00"), user=pitboss)  # a box counted
+    page = read(client, pitboss2, "/floor/")
+    assert "attest the count" in page and "1 warning" in page
+    read(client, pitboss2, "/floor/queue/")
+    assert reads == {"tables": 2, "closing": 2, "queue": 2}

@@ -194,13 +194,13 @@ def test_a_changed_value_still_changes_the_digest():
 
 def _beat_entries(settings):
     """Beat's own code writing its schedules from CELERY_BEAT_SCHEDULE, as
-    `celery beat` does at start (DatabaseScheduler.update_from_dict)."""
-    from django_celery_beat.schedulers import ModelEntry
-
+    `celery beat` does at start (DatabaseScheduler.update_from_dict, with
+    the project's Entry: casino/beat.py)."""
+    from casino.beat import Entry
     from casino.celery import app
 
     for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
-        ModelEntry.from_entry(name, app=app, **entry)
+        Entry.from_entry(name, app=app, **entry)
 
 
 @pytest.mark.django_db
@@ -255,3 +255,29 @@ def test_the_apps_writes_in_other_forms_verify(table, manager):
                    obj=row, new={"version": row.version})
     check = trail_verify(anchors=False)
     assert check.ok, check.problems
+
+
+@pytest.mark.django_db
+def test_a_sub_second_interval_is_read_back_as_itself(settings):
+    """The trail's checkpoints every 0.5 s were stored as every 0 seconds,
+    and beat, reading its schedules back from the database (every five
+    minutes), sent them as fast as it looped (casino/beat.py)."""
+    from django_celery_beat.models import PeriodicTask
+
+    from casino.beat import Entry
+    from casino.celery import app
+
+    assert settings.CELERY_BEAT_SCHEDULER == "casino.beat:Scheduler"
+    assert settings.TRAIL_CHECKPOINT_SECONDS == 0.5
+    _beat_entries(settings)
+    for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+        row = PeriodicTask.objects.get(name=name)
+        read_back = Entry(row, app=app).schedule.run_every
+        assert read_back == entry["schedule"] > timedelta(0), (name, read_back)
+    checkpoint = PeriodicTask.objects.get(name="trail-checkpoint").interval
+    assert (checkpoint.every, checkpoint.period) == (500_000, "microseconds")
+    anchor = PeriodicTask.objects.get(name="trail-anchor").interval
+    assert anchor.period == "seconds"  # whole seconds: as before
+    assert trail_verify(anchors=False).ok
+    _beat_entries(settings)  # beat's second start: the same rows, nothing new
+    assert trail_verify(anchors=False).ok

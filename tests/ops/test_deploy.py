@@ -144,6 +144,14 @@ def test_the_four_processes_and_their_units():
         assert sock.startswith(f"/run/{u['RuntimeDirectory'][0]}/")
     # the pages below the API in CPU priority; the API at the default
     assert pages["Nice"] == ["10"] and "Nice" not in api
+    # the pools' processes and threads as the floor bench measured them
+    # (docs/benchmarks.md) and docs/operations.md's table gives them
+    table = (ROOT / "docs" / "operations.md").read_text()
+    for name, u in (("API pool", api), ("pages pool", pages)):
+        w, t = re.search(r"--workers (\d+) --threads (\d+)", u["ExecStart"][0]).groups()
+        said = f"| {name} | {w} process{'' if w == '1' else 'es'} × {t} threads"
+        assert said in table, (name, w, t)
+    assert (w, t) == ("1", "2") and "--workers 4 --threads 2" in api["ExecStart"][0]
     assert " worker " in worker["ExecStart"][0]
     # a stop reaches the worker's main process alone, which finishes the tasks
     # at hand (the pool's children would die mid-task on a SIGTERM of their own)
