@@ -50,7 +50,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
 from audit.reports.expectation import rules_play
-from tables.models import Finding, HouseRules, TableSession
+from tables.models import Finding, HouseRules, TableDayRollup, TableSession
 from tables.rollups import current_coups
 
 from ..models import SurveillanceRun
@@ -194,7 +194,7 @@ def trailing(day: date) -> Trailing:
         hit = _trailing_cache.get(day)
         if hit is not None and now - hit[0] < TRAILING_TTL:
             return hit[1]
-    value = _trailing(day)
+    value = _shared_trailing(day)
     with _cache_lock:
         for old in [d for d in _trailing_cache if d < day - timedelta(days=2)]:
             del _trailing_cache[old]
@@ -202,24 +202,103 @@ def trailing(day: date) -> Trailing:
     return value
 
 
+def _shared_trailing(day: date) -> Trailing:
+    """The day's trailing figures from the shared cache, else computed and
+    put there: the worker's processes each look in turn, and each computing
+    them (a second and more of the database's time at 1,000 tables) held the
+    floor's pages back. The cache is the signed one (casino/cache.py): a
+    Redis writer can delete the entry (computed again) or put back the app's
+    own entry of that day, never write figures of his own."""
+    from django.core.cache import cache
+
+    key = f"live:trailing:{day.isoformat()}"
+    try:
+        held = cache.get(key)
+    except Exception:  # noqa: BLE001 - the cache down: compute, as without one
+        held = None
+    if held is not None:
+        try:
+            return _trailing_decode(held)
+        except (KeyError, TypeError, ValueError):
+            log.warning("live surveillance: the cached trailing figures of %s "
+                        "do not read; computed again", day)
+    value = _trailing(day)
+    try:
+        cache.set(key, _trailing_encode(value), timeout=int(TRAILING_TTL))
+    except Exception:  # noqa: BLE001 - the cache down: nothing kept
+        pass
+    return value
+
+
+def _trailing_encode(t: Trailing) -> dict:
+    r = t.reference
+    return {"reference": [r.source, r.events, r.coups, r.days],
+            "previous": dict(t.previous),
+            "mix": None if t.mix is None else {c: list(v) for c, v in
+                                               t.mix.counts.items()},
+            "mix_from": t.mix_from}
+
+
+def _trailing_decode(held: dict) -> Trailing:
+    source, events, coups, days = held["reference"]
+    if source not in ("trailing", "tonight"):
+        raise ValueError(source)
+    mix = held["mix"]
+    return Trailing(
+        Reference(str(source), int(events), int(coups), int(days)),
+        {str(k): int(v) for k, v in held["previous"].items()},
+        None if mix is None else ChoiceMix({str(c): (int(d), int(st))
+                                            for c, (d, st) in mix.items()}),
+        None if held["mix_from"] is None else str(held["mix_from"]))
+
+
 def trailing_forget() -> None:
     """Drop the cached trailing figures (tests; a day corrected at length)."""
+    from django.core.cache import cache
+
     with _cache_lock:
         _trailing_cache.clear()
+    try:
+        cache.delete_many([f"live:trailing:{d.isoformat()}"
+                           for d in _recent_days()])
+    except Exception:  # noqa: BLE001 - the cache down: nothing kept
+        pass
+
+
+def _recent_days() -> list[date]:
+    """Days whose shared trailing figures trailing_forget drops: those of
+    the open sessions and a few around today."""
+    from django.utils import timezone
+
+    today = timezone.localdate()
+    return sorted({*open_days(), *(today + timedelta(days=k) for k in range(-3, 2))})
 
 
 def _trailing(day: date) -> Trailing:
-    false_draw = Finding.objects.filter(coup=OuterRef("pk"), code="false_draw")
-    first = day - timedelta(days=REFERENCE_DAYS)
-    agg = (current_coups().filter(gaming_day__range=(first, day - timedelta(days=1)))
-           .order_by().alias(has_false_draw=Exists(false_draw))
-           .aggregate(n=Count("id"), fd=Count("id", filter=Q(has_false_draw=True))))
-    coups, events = int(agg["n"] or 0), int(agg["fd"] or 0)
+    coups, events = _trailing_counts(day)
     reference = Reference("trailing", events, coups, REFERENCE_DAYS) \
         if coups >= REFERENCE_MIN_COUPS else Reference("tonight", 0, 0, 0)
     previous = subject_counts(day_groups(day - timedelta(days=1)))
     mix, mix_from = _floor_mix(day)
     return Trailing(reference, previous, mix, mix_from)
+
+
+def _trailing_counts(day: date) -> tuple[int, int]:
+    """The floor's coups and false draws over the REFERENCE_DAYS closed days
+    before ``day``, from the table-day rollups the coups keep in step (a few
+    rows per table and day: at 1,000 tables 28,000 rows, not the 1.7 million
+    coups, whose aggregate, run by PostgreSQL on both cores, held the floor's
+    pages for a second and more at each process's first look). A rollup
+    counts false-draw findings, so a coup with two counts twice: the
+    reference can only come out higher, which costs power, never the bound."""
+    first = day - timedelta(days=REFERENCE_DAYS)
+    coups = events = 0
+    for n, findings in (TableDayRollup.objects
+                        .filter(gaming_day__range=(first, day - timedelta(days=1)))
+                        .order_by().values_list("coups", "findings").iterator(5000)):
+        coups += int(n or 0)
+        events += int((findings or {}).get("false_draw", 0) or 0)
+    return coups, min(events, coups)
 
 
 def _floor_mix(day: date) -> tuple[ChoiceMix | None, str | None]:
@@ -357,6 +436,10 @@ def live_look(*, days: list[date] | None = None) -> dict:
                     # whose compiling took 1.3 of the look's 1.5 s at 100,000
                     # coups for 0.2 s of work (bench/bench_live.py).
                     cursor.execute("SET LOCAL jit = off")
+                    # One core for the look: a parallel aggregate took both
+                    # of a small machine's, and the coups and the floor's
+                    # pages waited behind it (bench_floor.py at 1,000 tables).
+                    cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             days = open_days() if days is None else list(days)
             open_tables = TableSession.objects.filter(closed_at__isnull=True).count()
             out = {"days": [d.isoformat() for d in days], "coups": 0, "crossed": 0,

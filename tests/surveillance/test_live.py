@@ -444,3 +444,35 @@ def test_the_command_looks_once(shift):
     said = json.loads(out.getvalue())
     assert said["days"] == [DAY1.isoformat()] and said["raised"] >= 1
     assert _flags().filter(croupier=shift["culprit"]).count() == 1
+
+
+def test_the_trailing_figures_are_shared_through_the_signed_cache(
+        croupier, monkeypatch):
+    """The worker's processes share a day's trailing figures (computed once,
+    not once per process); an entry that does not read is computed again,
+    never trusted."""
+    from datetime import timedelta
+
+    from django.core.cache import cache
+
+    monkeypatch.setattr(live, "REFERENCE_MIN_COUPS", 100)
+    deal(croupier, DAY1 - timedelta(days=1), tables=1, shoes=2, seed=44,
+         false_draw_rate=0.02, table_prefix="Before")
+    first = live.trailing(DAY1)
+    assert first.reference.source == "trailing" and first.reference.events > 0
+    key = f"live:trailing:{DAY1.isoformat()}"
+    assert live._trailing_decode(cache.get(key)) == first
+    # another process (its own memory empty) reads the shared entry: no query
+    with live._cache_lock:
+        live._trailing_cache.clear()
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        again = live.trailing(DAY1)
+    assert again == first and len(queries) == 0
+    # an entry that does not read (a bad source) is computed again
+    with live._cache_lock:
+        live._trailing_cache.clear()
+    cache.set(key, {**cache.get(key), "reference": ["forged", 0, 10**9, 28]})
+    assert live.trailing(DAY1) == first
