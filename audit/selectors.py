@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 
 from django.db.models import (
     Case,
@@ -92,6 +93,16 @@ RULE_QUOTES = {
 COLUMNS = ["stood"] + [str(v) for v in range(10)]
 
 
+_CENTS = Decimal(1).scaleb(-BankerTurn._meta.get_field("bank").decimal_places)
+
+
+def _money(value) -> Decimal:
+    """A bank read through a subquery, at its field's places: SQLite gives
+    such a column back as it stored it (1000, not 1000.00), PostgreSQL at the
+    column's scale."""
+    return Decimal(value).quantize(_CENTS)
+
+
 def floor_tables(hidden: int | None = None) -> list[dict]:
     """Every open table: who deals, the bank, coups, the shoe, open flags.
     One query whatever the number of tables, reading only the columns the
@@ -146,7 +157,7 @@ def floor_tables(hidden: int | None = None) -> list[dict]:
     return [{
         "session": {"pk": pk, "gaming_day": day, "opened_at": opened_at},
         "table": {"pk": table_id, "name": table_name}, "croupier": croupier,
-        "turn": None if seat is None else {"seat": seat, "bank": bank},
+        "turn": None if seat is None else {"seat": seat, "bank": _money(bank)},
         "shoe": None if number is None else {"number": number,
                                              "cards_left": cards_left},
         "coups": coups or 0, "critical": critical or 0, "warning": warning or 0,
