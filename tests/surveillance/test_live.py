@@ -28,6 +28,7 @@ from casino.models import ChangeLog
 from tests.reports.conftest import at, evening
 
 from .conftest import DAY1
+from .test_collect import _correct_one
 
 pytestmark = pytest.mark.django_db
 
@@ -74,30 +75,6 @@ def _flags():
 
 
 # -- the tallies -----------------------------------------------------------------
-
-def _correct_one(pitboss):
-    """A stake of some coup raised by 10: a second revision of it."""
-    from decimal import Decimal
-
-    from tables import services
-    from tables.rollups import current_coups
-
-    for coup in current_coups().order_by("id"):
-        stakes = [services.StakeInput(amount=s.amount, seat=s.seat,
-                                      standing=s.standing or None)
-                  for s in coup.stakes.all()]
-        stakes[0] = services.StakeInput(amount=stakes[0].amount + Decimal("10"),
-                                        seat=stakes[0].seat,
-                                        standing=stakes[0].standing)
-        try:
-            services.coup_correct(coup=coup, user=pitboss, reason="mis-keyed",
-                                  punter=coup.punter_cards,
-                                  banker=coup.banker_cards, stakes=stakes)
-        except Exception:  # noqa: BLE001 - this stake may not fit: try another
-            continue
-        return coup
-    pytest.fail("no coup could be corrected")
-
 
 def test_the_tallies_are_the_hand_counted_coups(croupier, croupier2, pitboss):
     from tables.models import Coup
