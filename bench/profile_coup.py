@@ -56,7 +56,7 @@ def shape(sql: str) -> str:
     m = re.match(r'(SELECT|INSERT INTO|UPDATE|DELETE FROM)\s.*?"(\w+)"', sql, re.S)
     if m and m.group(1) == "SELECT":
         where = re.search(r'FROM "(\w+)"', sql)
-        lock = " FOR UPDATE" if "FOR UPDATE" in sql else ""
+        lock = " FOR UPDATE" if re.search(r"FOR (NO KEY )?UPDATE", sql) else ""
         joins = sql.count(" JOIN ")
         return (
             f"SELECT {where.group(1) if where else '?'}"

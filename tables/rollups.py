@@ -190,7 +190,7 @@ def _apply_one(grain: Grain, key: dict, delta: _Delta, field: str, sign: int) ->
         )
         if updated:
             return
-    cell = model.objects.select_for_update().filter(**key).first()
+    cell = model.objects.select_for_update(no_key=True).filter(**key).first()
     if cell is None:
         cell = model(**key, findings={})
     delta.apply(cell)
@@ -230,7 +230,7 @@ def _apply_grain(grain: Grain, table_id: int, per_key: dict[tuple, _Delta]) -> N
     ins = {f"{f}__in": {k[i] for k in per_key} for i, f in enumerate(grain.fields)}
     rows = {
         tuple(getattr(r, f) for f in grain.fields): r
-        for r in model.objects.select_for_update()
+        for r in model.objects.select_for_update(no_key=True)
         .filter(table_id=table_id, **ins).order_by()
     }
     changed, created = [], []

@@ -307,7 +307,7 @@ def app_update(obj, **fields):
     from casino.continuity import seal_check
 
     with transaction.atomic():
-        row = type(obj).objects.select_for_update().get(pk=obj.pk)
+        row = type(obj).objects.select_for_update(no_key=True).get(pk=obj.pk)
         seal_check(row)
         for name, value in fields.items():
             setattr(row, name, value)

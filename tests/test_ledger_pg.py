@@ -147,7 +147,7 @@ def test_a_coup_is_three_statements_the_chain_held_for_the_last_two(
     # transaction.
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert len(work) == 3, work
-    assert "FOR UPDATE OF shoe, turn" in work[0]
+    assert "FOR NO KEY UPDATE OF shoe, turn" in work[0]
     assert "casino_chain_head" not in work[0]
     assert ledger_pg.statement_parts(work[1]) == [
         "UPDATE tables_bankerturn",
@@ -176,7 +176,7 @@ def test_a_coup_is_three_statements_the_chain_held_for_the_last_two(
     assert log.key_id == key_id_of(settings.TRAIL_KEY)
     # Prepared, and kept by psycopg on the connection for the next coup.
     prepared = [query for query, _ in connection.connection._prepared._names]
-    assert any(b"FOR UPDATE OF shoe, turn" in q for q in prepared)
+    assert any(b"FOR NO KEY UPDATE OF shoe, turn" in q for q in prepared)
     assert any(q.startswith(b'WITH w0 AS (UPDATE "tables_bankerturn"')
                for q in prepared)
     assert any(q.startswith(b'WITH w0 AS (INSERT INTO "tables_dailyrollup"')
@@ -249,7 +249,7 @@ def test_a_turn_opening_is_two_statements_the_chain_after_its_row(
     # same statement); the turn, its log row and its seal, one statement.
     work = [s for s in sent if "SAVEPOINT" not in s]
     assert len(work) == 2, work
-    assert "FOR UPDATE OF session" in work[0]
+    assert "FOR NO KEY UPDATE OF session" in work[0]
     assert work[0].startswith("SELECT locked.*, casino_sealed(")
     assert ", casino_chain_head($1) FROM (" in work[0]
     assert ledger_pg.statement_parts(work[1]) == [

@@ -187,7 +187,7 @@ def reaudit_chunk(*, run_id: int, index: int) -> dict:
     with transaction.atomic():
         # The chunk's row only (of=self): locking the joined run row too would
         # make every other chunk of the run wait for this one to commit.
-        chunk = ReauditChunk.objects.select_for_update(of=("self",)).get(pk=chunk.pk)
+        chunk = ReauditChunk.objects.select_for_update(of=("self",), no_key=True).get(pk=chunk.pk)
         if chunk.done_at is not None:  # another delivery wrote it meanwhile
             return {"chunk": index, "skipped": True}
         _compare(run, changes, tableaux)
@@ -250,7 +250,7 @@ def _compare(run, changes, tableaux) -> None:
 
 def reaudit_finish(*, run_id: int) -> ReauditRun:
     with transaction.atomic():
-        run = ReauditRun.objects.select_for_update().get(pk=run_id)
+        run = ReauditRun.objects.select_for_update(no_key=True).get(pk=run_id)
         if run.status in (Status.DONE, Status.FAILED):
             return run
         missing = list(run.chunks.filter(done_at=None).values_list("index", flat=True))
@@ -307,7 +307,7 @@ def run_position(positions) -> dict:
 def reaudit_fail_chunk(*, run_id: int, index: int, error: str) -> None:
     """A chunk that raised: the run says why (its finish will mark it failed)."""
     with transaction.atomic():
-        run = ReauditRun.objects.select_for_update().get(pk=run_id)
+        run = ReauditRun.objects.select_for_update(no_key=True).get(pk=run_id)
         if not run.error:
             run.error = f"chunk {index}: {error}"[:2000]
             run.save(update_fields=["error"])

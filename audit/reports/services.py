@@ -114,7 +114,7 @@ def _claim(job_id: int) -> ReportJob | None:
     written (its worker was killed) are removed here."""
     try:
         with guard(device="celery"):
-            job = ReportJob.objects.select_for_update().filter(pk=job_id).first()
+            job = ReportJob.objects.select_for_update(no_key=True).filter(pk=job_id).first()
             if job is None or job.status == Status.DONE:
                 return None  # gone, or already built: a redelivery does nothing
             seal_check(job)
@@ -145,7 +145,7 @@ def _current(job: ReportJob) -> ReportJob | None:
     """The job, locked, if this attempt is still the one to finish it; None if
     a later delivery of the task took it over (the broker gave it again while
     this one ran: a visibility timeout shorter than the build) or finished it."""
-    current = ReportJob.objects.select_for_update().get(pk=job.pk)
+    current = ReportJob.objects.select_for_update(no_key=True).get(pk=job.pk)
     if current.status == Status.RUNNING and current.attempts == job.attempts:
         seal_check(current)  # the state its finishing write builds on
         return current
@@ -231,7 +231,7 @@ def report_fail(*, job_id: int, error: str, attempt: int | None = None) -> Repor
 
 def _fail(job_id: int, error: str, attempt: int | None) -> ReportJob:
     with guard(device="celery"):
-        job = ReportJob.objects.select_for_update().get(pk=job_id)
+        job = ReportJob.objects.select_for_update(no_key=True).get(pk=job_id)
         if attempt is not None and (job.status != Status.RUNNING
                                     or job.attempts != attempt):
             return job

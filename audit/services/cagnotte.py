@@ -76,7 +76,7 @@ def cagnotte_count(*, session: TableSession, counted, user, reason: str = "",
     counted = _amount(counted)
     reason = (reason or "").strip()
     with guard(user=user, device=device):
-        session = TableSession.objects.select_for_update().get(pk=session.pk)
+        session = TableSession.objects.select_for_update(no_key=True).get(pk=session.pk)
         seal_check(session)
         if session.is_open:
             raise Conflict("session", "close the session before counting the "
@@ -108,7 +108,7 @@ def _variance_flag(session, count, counted, computed, *, user, why: str,
                    correction: bool = False) -> None:
     """Raise, update or resolve the session's one cagnotte flag."""
     finding = chemmy.cagnotte_variance_finding(counted=counted, computed=computed)
-    flag = (Flag.objects.select_for_update()
+    flag = (Flag.objects.select_for_update(no_key=True)
             .filter(ident=f"c:{session.pk}").first())
     now = timezone.now()
     if finding is None:
@@ -191,7 +191,7 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
                     device: str = "") -> CagnotteAttestation:
     statement = (statement or "").strip() or "certifié exact"
     with guard(user=user, device=device):
-        session = TableSession.objects.select_for_update().get(pk=count.session_id)
+        session = TableSession.objects.select_for_update(no_key=True).get(pk=count.session_id)
         seal_check(session)
         latest = latest_count(session)
         if latest is None or latest.pk != count.pk:
@@ -226,7 +226,7 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
 def _variance_flag_of(session: TableSession) -> Flag | None:
     # Locked: a recount or a correction moving it is serialised by the
     # session's lock already; this keeps a decision from racing the attest.
-    return (Flag.objects.select_for_update()
+    return (Flag.objects.select_for_update(no_key=True)
             .filter(ident=f"c:{session.pk}").first())
 
 

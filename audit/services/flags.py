@@ -134,7 +134,7 @@ def _follow_revisions() -> int:
         revision__gt=OuterRef("coup__revision"),
     )
     stale = (
-        Flag.objects.select_for_update(of=("self",))
+        Flag.objects.select_for_update(of=("self",), no_key=True)
         .filter(kind=Flag.Kind.FINDING, live=True)
         .filter(Exists(newer))
     )
@@ -177,7 +177,7 @@ def _raise_new() -> int:
         coup = f.coup
         key = finding_key(f.code, f.side, f.detail)
         ident = f"f:{coup.shoe_id}:{coup.seq}:{key}"
-        flag = Flag.objects.select_for_update().filter(ident=ident).first()
+        flag = Flag.objects.select_for_update(no_key=True).filter(ident=ident).first()
         if flag is not None and _tampered(flag):
             continue
         if flag is not None:  # resolved earlier, shown again by a later correction
@@ -232,7 +232,7 @@ def _origin(coup: Coup, key: str) -> Coup:
 
 
 def _lock_open(flag: Flag, user) -> Flag:
-    flag = (Flag.objects.select_for_update(of=("self",))
+    flag = (Flag.objects.select_for_update(of=("self",), no_key=True)
             .select_related("coup__rules").get(pk=flag.pk))
     flag_state_check(flag)  # its status is its history's, not set by hand
     if not flag.is_open:
@@ -360,7 +360,7 @@ def _shoe_counts_recheck(result: CorrectionResult, user) -> None:
     closes nothing by itself (resolved by a correction, to review); one that
     differs again is raised again."""
     for shoe_id in result.plan.shoes:
-        flag = (Flag.objects.select_for_update()
+        flag = (Flag.objects.select_for_update(no_key=True)
                 .filter(ident=f"h:{shoe_id}:{SHOE_COUNT}").first())
         if flag is None or _tampered(flag):
             continue
@@ -414,7 +414,7 @@ def _raise_structure(issue: dict, user) -> Flag:
     old = Coup.objects.select_related("shoe__session").get(pk=issue["coup"])
     cur = _current(old.shoe_id, old.seq)
     ident = f"s:{old.shoe_id}:{old.seq}:{issue['kind']}"
-    flag = Flag.objects.select_for_update().filter(ident=ident).first()
+    flag = Flag.objects.select_for_update(no_key=True).filter(ident=ident).first()
     if flag is None:
         session = old.shoe.session
         flag = Flag.objects.create(

@@ -106,9 +106,9 @@ def coup_correct(
         raise Forbidden("coup", barred)
     with guard(user=user, device=device):
         # Same lock order as coup_record (shoe, then turn): no deadlock.
-        shoes = list(Shoe.objects.select_for_update()
+        shoes = list(Shoe.objects.select_for_update(no_key=True)
                      .filter(session_id=coup.shoe.session_id).order_by("pk"))
-        turns = list(BankerTurn.objects.select_for_update()
+        turns = list(BankerTurn.objects.select_for_update(no_key=True)
                      .filter(session_id=coup.shoe.session_id).order_by("pk"))
         # what the correction re-settles from must be what the trail sealed
         seal_check(*shoes, *turns)

@@ -76,7 +76,7 @@ def session_open(
     croupier = croupier or user
     with guard(user=user, device=device):
         table = (
-            Table.objects.select_for_update(of=("self",))
+            Table.objects.select_for_update(of=("self",), no_key=True)
             .select_related("rules")
             .get(pk=table.pk)
         )
@@ -122,7 +122,7 @@ def session_croupier_change(
     """Hand the table to another croupier (a relief, or a pit boss's choice):
     from now on only he enters coups there (casino.roles.works_at)."""
     with guard(user=user, device=device):
-        session = TableSession.objects.select_for_update().get(pk=session.pk)
+        session = TableSession.objects.select_for_update(no_key=True).get(pk=session.pk)
         seal_check(session)
         if not session.is_open:
             raise Conflict("session", "this session is closed")
@@ -150,7 +150,7 @@ def session_close(*, session: TableSession, user, device: str = "") -> TableSess
     """Close the session; an open shoe is closed and the banker's turn ends
     with his bank and garage (docs/rules.md, "Banker turns and the suite")."""
     with guard(user=user, device=device):
-        session = TableSession.objects.select_for_update().get(pk=session.pk)
+        session = TableSession.objects.select_for_update(no_key=True).get(pk=session.pk)
         seal_check(session)
         if not session.is_open:
             raise Conflict("session", "this session is already closed")
@@ -182,7 +182,7 @@ def shoe_open(
 ) -> Shoe:
     with guard(user=user, device=device):
         session = (
-            TableSession.objects.select_for_update(of=("self",))
+            TableSession.objects.select_for_update(of=("self",), no_key=True)
             .select_related("table__rules")
             .get(pk=session.pk)
         )
@@ -236,7 +236,7 @@ def shoe_close(
         )
     with guard(user=user, device=device):
         shoe = (
-            Shoe.objects.select_for_update(of=("self",))
+            Shoe.objects.select_for_update(of=("self",), no_key=True)
             .select_related("session")
             .get(pk=shoe.pk)
         )

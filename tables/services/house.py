@@ -63,7 +63,7 @@ def house_rules_change(
     if not reason:
         raise Invalid("reason", _("a change of house rules needs a reason"))
     with guard(user=user, device=device):
-        table = Table.objects.select_for_update().get(pk=table.pk)
+        table = Table.objects.select_for_update(no_key=True).get(pk=table.pk)
         current = table.rules
         seal_check(table, current)
         values = {k: getattr(current, k) if current else v for k, v in DEFAULTS.items()}

@@ -5,7 +5,7 @@ open banker turn, coup_prepare, write, log); on PostgreSQL it takes them in
 three prepared statements instead of eleven ORM queries, which is most of a
 coup's cost at a busy table:
 
-1. `lock_for_coup`: one SELECT locks the shoe and the open turn (FOR UPDATE,
+1. `lock_for_coup`: one SELECT locks the shoe and the open turn (FOR NO KEY UPDATE,
    shoe first, as lock_shoe and lock_open_turn do), reads the session, table
    and house rules with them, and takes the coup's id from its sequence, so
    every later row can name the coup without reading it back. No row (no
@@ -22,6 +22,13 @@ coup's cost at a busy table:
    digests of the rows the coup wrote (casino/trail.py, digested before the
    chain is taken); then the commit. A coup with findings sends their review
    flags first, in the same round trip.
+
+Rows are locked FOR NO KEY UPDATE, here and on every path of the app (no
+key of an append-only record ever changes): a writer that holds the chain
+and then inserts a row naming a locked one (a surveillance flag on a table
+in play: its foreign-key check takes KEY SHARE) does not wait for the
+holder, who may be waiting for the chain -- with FOR UPDATE the two
+deadlocked (tests/hostile/test_lock_order.py).
 
 The chain is the one lock every coup of the floor shares: it is held for
 step 3 and the commit only, not while the coup is judged and its own rows
@@ -162,7 +169,7 @@ def _lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         f'JOIN "{t["turn"]}" turn ON turn.session_id = session.id '
         "AND turn.closed_at IS NULL "
         "WHERE shoe.id = %s "
-        "FOR UPDATE OF shoe, turn"
+        "FOR NO KEY UPDATE OF shoe, turn"
     )
     # The last sealed digest of each row the coup builds on (casino/
     # continuity.py), read after the rows are locked (the outer list is
@@ -504,9 +511,9 @@ def _turn_lock_statement() -> tuple[str, tuple[_Reader, ...]]:
         # turn's seal must be read after it
         f'LEFT JOIN LATERAL (SELECT * FROM "{t["last"]}" turn '
         "WHERE turn.session_id = session.id ORDER BY turn.number DESC LIMIT 1 "
-        "FOR UPDATE) last ON true "
+        "FOR NO KEY UPDATE) last ON true "
         "WHERE session.id = %s "
-        "FOR UPDATE OF session"
+        "FOR NO KEY UPDATE OF session"
     )
     # The chain after the row lock, in the same statement: the outer select's
     # list is worked out on the row the inner one has locked (a subquery with

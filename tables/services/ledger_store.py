@@ -36,11 +36,11 @@ def lock_shoe(shoe_id: int, *, session_first: bool = False) -> Shoe:
     session row first, as banker_turn_open does (and in session_close's order:
     the session, then its shoe)."""
     if session_first:
-        session = TableSession.objects.select_for_update(of=("self",))
+        session = TableSession.objects.select_for_update(of=("self",), no_key=True)
         list(session.filter(shoes=shoe_id).order_by().values_list("pk", flat=True))
     try:
         return (
-            Shoe.objects.select_for_update(of=("self",))
+            Shoe.objects.select_for_update(of=("self",), no_key=True)
             .select_related("session__table", "session__rules")
             .get(pk=shoe_id)
         )
@@ -58,7 +58,7 @@ def shoe_check(user, shoe: Shoe) -> None:
 
 def lock_open_turn(session_id: int) -> BankerTurn | None:
     return (
-        BankerTurn.objects.select_for_update(of=("self",))
+        BankerTurn.objects.select_for_update(of=("self",), no_key=True)
         .filter(session_id=session_id, closed_at__isnull=True)
         .order_by()  # Meta.ordering would join the session for nothing
         .first()

@@ -112,14 +112,14 @@ def banker_turn_open(
         else:
             try:
                 session = (
-                    TableSession.objects.select_for_update(of=("self",))
+                    TableSession.objects.select_for_update(of=("self",), no_key=True)
                     .select_related("table", "rules")
                     .get(pk=session_id)
                 )
             except TableSession.DoesNotExist:
                 raise NotFound("session", f"no session with id {session_id}") from None
             # One open turn at most, and it is the latest: one read says both.
-            last = (session.turns.select_for_update(of=("self",))
+            last = (session.turns.select_for_update(of=("self",), no_key=True)
                     .order_by("-number").first())
             seal_check(session, session.table, last)
         croupier_check(user, session)
@@ -165,7 +165,7 @@ def banker_turn_pass(*, turn: BankerTurn, user, device: str = "") -> BankerTurn:
     and his garage; the bank is offered on at its standing amount."""
     with guard(user=user, device=device):
         turn = (
-            BankerTurn.objects.select_for_update(of=("self",))
+            BankerTurn.objects.select_for_update(of=("self",), no_key=True)
             .select_related("session")
             .get(pk=turn.pk)
         )
