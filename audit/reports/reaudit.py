@@ -187,7 +187,8 @@ def reaudit_chunk(*, run_id: int, index: int) -> dict:
     with transaction.atomic():
         # The chunk's row only (of=self): locking the joined run row too would
         # make every other chunk of the run wait for this one to commit.
-        chunk = ReauditChunk.objects.select_for_update(of=("self",), no_key=True).get(pk=chunk.pk)
+        chunk = (ReauditChunk.objects.select_for_update(of=("self",), no_key=True)
+                 .get(pk=chunk.pk))
         if chunk.done_at is not None:  # another delivery wrote it meanwhile
             return {"chunk": index, "skipped": True}
         _compare(run, changes, tableaux)

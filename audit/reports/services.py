@@ -114,7 +114,8 @@ def _claim(job_id: int) -> ReportJob | None:
     written (its worker was killed) are removed here."""
     try:
         with guard(device="celery"):
-            job = ReportJob.objects.select_for_update(no_key=True).filter(pk=job_id).first()
+            job = (ReportJob.objects.select_for_update(no_key=True)
+                   .filter(pk=job_id).first())
             if job is None or job.status == Status.DONE:
                 return None  # gone, or already built: a redelivery does nothing
             seal_check(job)

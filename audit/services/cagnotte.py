@@ -191,7 +191,8 @@ def cagnotte_attest(*, count: CagnotteCount, user, statement: str = "certifié e
                     device: str = "") -> CagnotteAttestation:
     statement = (statement or "").strip() or "certifié exact"
     with guard(user=user, device=device):
-        session = TableSession.objects.select_for_update(no_key=True).get(pk=count.session_id)
+        session = (TableSession.objects.select_for_update(no_key=True)
+                   .get(pk=count.session_id))
         seal_check(session)
         latest = latest_count(session)
         if latest is None or latest.pk != count.pk:

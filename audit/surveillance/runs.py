@@ -124,7 +124,8 @@ def progress(run_id: int, attempt: int, *, stage: str, percent: int,
 
 def _claim(run_id: int) -> SurveillanceRun | None:
     with transaction.atomic():
-        run = SurveillanceRun.objects.select_for_update(no_key=True).filter(pk=run_id).first()
+        run = (SurveillanceRun.objects.select_for_update(no_key=True)
+               .filter(pk=run_id).first())
         if run is None or run.status == Status.DONE:
             return None  # gone, or done by an earlier delivery
         run.status, run.started_at = Status.RUNNING, timezone.now()
@@ -188,7 +189,8 @@ def _pipeline(run: SurveillanceRun) -> SurveillanceRun:
     overview["cusum_from"] = first.isoformat()
     overview["data_position"] = position.as_dict()
     with transaction.atomic():
-        current = (SurveillanceRun.objects.select_for_update(no_key=True).get(pk=run.pk))
+        current = (SurveillanceRun.objects.select_for_update(no_key=True)
+                   .get(pk=run.pk))
         if current.status != Status.RUNNING or current.attempts != run.attempts:
             return current  # a later delivery took it over
         raised = alerts.alerts_write(run=current, alerts=found, rows=rows,
