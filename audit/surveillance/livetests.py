@@ -27,7 +27,7 @@ N shifts"). docs/surveillance.md, "Live surveillance", has the figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -36,7 +36,8 @@ from .sequential import BANKER, CROUPIER, TABLE, Design, evaluate, subject_level
 
 __all__ = ["FAMILIES", "Tally", "LiveAlert", "shift_levels", "look", "budget_for",
            "over_budget", "reference_rate", "chance_in_shifts", "alert_figures",
-           "REFERENCE_CONFIDENCE", "BANKERS_PER_TABLE"]
+           "REFERENCE_CONFIDENCE", "BANKERS_PER_TABLE", "WINDOW_DAYS", "DayTally",
+           "Window", "windows", "look_windows", "raise_once"]
 
 # The croupier's reference rate is the floor's false-draw rate's upper
 # confidence bound at this level (``reference_rate``).
@@ -46,6 +47,8 @@ REFERENCE_CONFIDENCE = 0.999
 BANKERS_PER_TABLE = 18
 # "once in N shifts" stops here (a p-value of 0 is possible in floats).
 MAX_SHIFTS = 1_000_000_000
+# Gaming days a window's test runs (settings.SURVEILLANCE_LIVE_WINDOW_DAYS).
+WINDOW_DAYS = 7
 
 FAMILIES: dict[str, Design] = {"croupier": CROUPIER, "banker": BANKER,
                                "table": TABLE}
@@ -80,6 +83,11 @@ class LiveAlert:
     p_value: float  # always-valid: "by chance about once in 1/p shifts"
     log_lambda: float
     level: float
+    # the window's first gaming day (date.toordinal()); None: one day's look
+    since: int | None = None
+    # every window of the subject that had crossed when this alert was
+    # raised (their first days): none of them raises again (``raise_once``)
+    windows: tuple[int, ...] = ()
 
 
 def shift_levels(alpha: float, budget: dict[str, int]) -> dict[str, float]:
@@ -224,3 +232,132 @@ def alert_figures(alert: LiveAlert) -> dict:
     return {"events": int(alert.events), "coups": int(alert.coups),
             "expected": _say(alert.expected),
             "once_in_shifts": chance_in_shifts(alert.p_value)}
+
+
+# -- windows of several gaming days ----------------------------------------------
+#
+# A subtle cheat needs more coups than one gaming day holds (a croupier at 3x a
+# 0.3 % floor: a median of about 2,800 of his coups). So a test is started
+# for every gaming day and runs ``window_days`` days: the window started on
+# day s tests the subjects who play on day s, on their coups of days s, s+1,
+# ... up to the window's last day. Each window is one mixture SPRT per
+# subject (Ville: P(it ever crosses) <= its level), its level that of a
+# shift whose budget is day s's (``budget_for`` of the day before s):
+#
+# - the bound: each window is started once, so the long-run share of shifts
+#   with a false alert is at most the expected false alerts per window,
+#   sum of its levels <= alpha -- the per-shift bound of a one-day look,
+#   kept, as long as each alert is charged to a window crossing no alert was
+#   charged to before (``raise_once``);
+# - the power: a cheat who starts on day s is tested from day s on, by a
+#   window with none of his honest days before it, for ``window_days`` days;
+# - the null of a group of coups is its own day's (the day's reference rate,
+#   the day's mix): a group per day and probability, so the likelihood ratio
+#   is still a product of each coup's, a martingale under the null.
+
+
+@dataclass(frozen=True, eq=False)
+class DayTally:
+    """One family's counts of one gaming day: S subjects, G groups of coups
+    of the same null probability (that day's)."""
+
+    day: int  # date.toordinal()
+    subjects: tuple[str, ...]
+    n: np.ndarray  # (S, G)
+    x: np.ndarray  # (S, G)
+    q: np.ndarray  # (G,) or (S, G)
+
+    def __post_init__(self) -> None:
+        Tally(self.subjects, self.n, self.x, self.q)  # the same checks
+
+
+@dataclass(frozen=True, eq=False)
+class Window:
+    """The test started on gaming day ``start``: the subjects of that day,
+    their counts from ``start`` to the last day looked at (a group per day
+    and null probability)."""
+
+    start: int  # date.toordinal()
+    tally: Tally
+
+
+def windows(days: list[DayTally], *, window_days: int = WINDOW_DAYS) -> list[Window]:
+    """One family's open windows at a look: ``days`` in any order (each day
+    at most once; the latest is tonight's), a window for each day within
+    ``window_days`` of the latest (the latest included). A subject's tally
+    in the window started on s: his counts of every day from s on, side by
+    side as groups (a day without him: zeros)."""
+    if int(window_days) != window_days or window_days < 1:
+        raise ValueError("window_days must be a whole number >= 1, "
+                         f"not {window_days!r}")
+    if not days:
+        return []
+    by_day = sorted(days, key=lambda d: d.day)
+    if len({d.day for d in by_day}) != len(by_day):
+        raise ValueError("a gaming day appears twice")
+    last = by_day[-1].day
+    open_ = [d for d in by_day if d.day > last - int(window_days)]
+    out = []
+    for i, first in enumerate(open_):
+        subjects = first.subjects
+        if not subjects:
+            continue
+        row = {s: k for k, s in enumerate(subjects)}
+        ns, xs, qs = [], [], []
+        for d in open_[i:]:
+            n_d, x_d = np.atleast_2d(d.n), np.atleast_2d(d.x)
+            q_d = np.broadcast_to(np.atleast_2d(d.q), n_d.shape) if n_d.size else \
+                np.zeros(n_d.shape)
+            n = np.zeros((len(subjects), n_d.shape[1]))
+            x = np.zeros_like(n)
+            q = np.full_like(n, 0.5)  # rows without coups: any valid q
+            for k, s in enumerate(d.subjects):
+                j = row.get(s)
+                if j is not None:
+                    n[j], x[j], q[j] = n_d[k], x_d[k], q_d[k]
+            ns.append(n)
+            xs.append(x)
+            qs.append(q)
+        out.append(Window(start=first.day, tally=Tally(
+            subjects=subjects, n=np.hstack(ns), x=np.hstack(xs), q=np.hstack(qs))))
+    return out
+
+
+def look_windows(family_windows: dict[str, list[Window]],
+                 levels: dict[int, dict[str, float]]) -> list[LiveAlert]:
+    """Every crossed (subject, window) at this look: ``levels[start]`` is
+    the window's per-subject levels (``shift_levels`` of its first day's
+    budget). Each alert carries ``since`` = its window's start."""
+    out: list[LiveAlert] = []
+    for family, wins in family_windows.items():
+        for w in wins:
+            if w.start not in levels:
+                raise ValueError(f"no levels for the window started on {w.start}")
+            for a in look({family: w.tally}, levels[w.start]):
+                out.append(replace(a, since=w.start))
+    return out
+
+
+def raise_once(crossed: list[LiveAlert],
+               charged: dict[tuple[str, str], set[int]]) -> list[LiveAlert]:
+    """The alerts to raise now, one per (family, subject) at most: a subject
+    is raised when one of its crossed windows was not charged to an alert
+    before (``charged``: (family, subject) -> window starts); the alert
+    raised is that subject's strongest uncharged window, carrying in
+    ``windows`` every window of his that has crossed (all charged to it).
+    A window that crossed is charged once, so the false alerts are at most
+    the false window crossings (the bound)."""
+    by_subject: dict[tuple[str, str], list[LiveAlert]] = {}
+    for a in crossed:
+        if a.since is None:
+            raise ValueError("raise_once takes windows' alerts (since set)")
+        by_subject.setdefault((a.family, a.subject), []).append(a)
+    out = []
+    for key, alerts in by_subject.items():
+        seen = charged.get(key, set())
+        fresh = [a for a in alerts if a.since not in seen]
+        if not fresh:
+            continue
+        best = max(fresh, key=lambda a: (a.log_lambda, -a.since))
+        out.append(replace(best, windows=tuple(sorted({a.since for a in alerts}))))
+    return out
