@@ -44,10 +44,11 @@ def test_a_windows_statistic_is_the_product_of_its_days():
     days = [day(1, ["a"], [[300]], [[4]], [0.003]),
             day(2, ["a"], [[500]], [[9]], [0.004])]
     (w1, _) = lt.windows(days, window_days=7)
+    def one(theta, n, x, q):
+        return x * theta - n * np.log1p(q * np.expm1(theta))
+
     for theta in CROUPIER.thetas:
-        def one(n, x, q):
-            return x * theta - n * np.log1p(q * np.expm1(theta))
-        both = one(300, 4, 0.003) + one(500, 9, 0.004)
+        both = one(theta, 300, 4, 0.003) + one(theta, 500, 9, 0.004)
         single = type(CROUPIER)("one", (float(np.exp(theta)),))
         assert log_lambda(single, w1.tally.n, w1.tally.x, w1.tally.q)[0] == \
             pytest.approx(both)
