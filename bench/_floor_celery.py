@@ -23,6 +23,8 @@ import _benchdb
 
 CELERY = str(Path(sys.executable).with_name("celery"))
 WORKER_LOG = _benchdb.OUT_DIR / "floor-celery.log"
+CLOCK_LOG = _benchdb.OUT_DIR / "floor-celery-clock.log"
+LOGS = {"worker_log": WORKER_LOG, "clock_log": CLOCK_LOG}
 BEAT_LOG = _benchdb.OUT_DIR / "floor-beat.log"
 
 
@@ -41,19 +43,24 @@ def _wait_for(proc, log: Path, text: bytes, what: str) -> None:
         time.sleep(0.2)
 
 
-def start_worker(nice: int, concurrency: int) -> subprocess.Popen:
-    """`celery -A casino worker`, its pool of `concurrency` processes (4, as
-    deploy/systemd/casino-worker.service: one pool process would hold every
-    checkpoint behind the month's report), at `nice`."""
+def start_worker(nice: int, concurrency: int, queue: str = "celery"
+                 ) -> subprocess.Popen:
+    """`celery -A casino worker -Q <queue>`, its pool of `concurrency`
+    processes, at `nice`: as deploy/systemd runs them, casino-worker.service
+    (queue celery, 4 processes) and casino-clock.service (queue clock, 2:
+    the checkpoints, witnesses and live looks never wait behind the month's
+    report)."""
     # The reports wait for the CPU the floor leaves: on one box the tablets
     # and the pit bosses come first (nice 10: about a tenth of a core when
     # the web wants both, all of what is idle otherwise).
     cmd = ["nice", "-n", str(nice)] if nice else []
-    cmd += [CELERY, "-A", "casino", "worker", f"--concurrency={concurrency}",
+    cmd += [CELERY, "-A", "casino", "worker", "-Q", queue,
+            f"--concurrency={concurrency}",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
-            "--loglevel=INFO", "-n", f"bench-floor-{os.getpid()}@%h"]
-    proc = _spawn(cmd, WORKER_LOG)
-    _wait_for(proc, WORKER_LOG, b"ready.", "worker")
+            "--loglevel=INFO", "-n", f"bench-floor-{queue}-{os.getpid()}@%h"]
+    log = WORKER_LOG if queue == "celery" else CLOCK_LOG
+    proc = _spawn(cmd, log)
+    _wait_for(proc, log, b"ready.", "worker")
     # Linux shares the CPU between sessions (autogroups) before it looks at
     # a process's nice value: the worker, a session of its own, would take a
     # third of the cores however nice. Its session is made nice as a whole
@@ -135,7 +142,7 @@ def checkpoints_at() -> dict:
                "id", flat=True).first() or 0,
            "surveillance_flags": Flag.objects.filter(
                kind=Flag.Kind.SURVEILLANCE).count(),
-           "worker_log": WORKER_LOG.stat().st_size if WORKER_LOG.exists() else 0}
+           **{k: p.stat().st_size if p.exists() else 0 for k, p in LOGS.items()}}
     connection.close()
     return out
 
@@ -162,13 +169,16 @@ def background_report(a: dict, b: dict, window_s: float) -> dict:
     # two sizes ("Task trail.checkpoint[...] succeeded in 0.012s")
     busy: Counter = Counter()
     tasks: Counter = Counter()
-    with open(WORKER_LOG, "rb") as f:
-        f.seek(a["worker_log"])
-        part = f.read(b["worker_log"] - a["worker_log"]).decode(errors="replace")
-    for m in re.finditer(r"Task ([\w.]+)\[[^\]]+\] (?:succeeded|raised|failed)\S* in "
-                         r"([\d.]+)s", part):
-        busy[m.group(1)] += float(m.group(2))
-        tasks[m.group(1)] += 1
+    for key, path in LOGS.items():  # both workers' (queue celery, clock)
+        if not path.exists():
+            continue
+        with open(path, "rb") as f:
+            f.seek(a[key])
+            part = f.read(b[key] - a[key]).decode(errors="replace")
+        for m in re.finditer(r"Task ([\w.]+)\[[^\]]+\] (?:succeeded|raised|failed)"
+                             r"\S* in ([\d.]+)s", part):
+            busy[m.group(1)] += float(m.group(2))
+            tasks[m.group(1)] += 1
     return {
         "worker_s_by_task": {k: round(v, 2) for k, v in busy.most_common()},
         "tasks_done": dict(tasks),

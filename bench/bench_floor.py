@@ -504,12 +504,13 @@ def redis_leave(url: str, given: bool) -> None:
             client.delete(*batch[i:i + 500])
 
 
-def cpu_snapshot(webs: tuple[int, ...], background: tuple[int, int | None],
+def cpu_snapshot(webs: tuple[int, ...],
+                 background: tuple[tuple[int, ...], int | None],
                  db: str) -> dict:
     """CPU ticks so far of the gunicorn masters and workers (their sessions),
     the Celery worker and its pool, beat, this database's PostgreSQL
     backends, this client; and the machine's busy and idle ticks."""
-    worker, beat = background
+    workers, beat = background
     out = {"web": 0, "worker": 0, "beat": 0, "postgres": 0, "pages": 0}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -527,7 +528,7 @@ def cpu_snapshot(webs: tuple[int, ...], background: tuple[int, int | None],
             out["web"] += ticks
             if len(webs) > 1 and session == webs[1]:  # of which the pages' pool
                 out["pages"] += ticks
-        elif session == worker:
+        elif session in workers:
             out["worker"] += ticks
         elif beat is not None and session == beat:
             out["beat"] += ticks
@@ -677,6 +678,7 @@ def run(args, url: str, before: dict) -> None:
     proc, cmd = _server.start(gunicorn, port, log_name="floor-gunicorn.log",
                               env=ACCESS_LOG)
     pages, page_port = None, port
+    celery = clock = None
     try:  # a SIGTERM from here on still stops what was started
         if args.page_workers:
             page_port = pick_port()
@@ -688,6 +690,7 @@ def run(args, url: str, before: dict) -> None:
             if args.page_nice:
                 _floor_celery.be_nice(pages.pid, args.page_nice)
         celery = _floor_celery.start_worker(args.worker_nice, args.worker_concurrency)
+        clock = _floor_celery.start_worker(args.worker_nice, 2, "clock")
         if not args.no_beat and not args.day_close:
             print("beat: the day's close off for the run: "
                   + "; ".join(_floor_celery.day_schedules_off()), flush=True)
@@ -697,12 +700,14 @@ def run(args, url: str, before: dict) -> None:
         if pages is not None:
             _server.stop(pages)
         _floor_celery.stop(celery)
+        _floor_celery.stop(clock)
         raise
     webs = (proc.pid, pages.pid) if pages is not None else (proc.pid,)
     report_job: dict = {}
     try:
-        print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery worker "
-              f"(pid {celery.pid}, {args.worker_concurrency} pool processes, nice "
+        print(f"server: {' '.join(cmd[1:])} (pid {proc.pid}); celery workers "
+              f"(queue celery: pid {celery.pid}, {args.worker_concurrency} pool "
+              f"processes; queue clock: pid {clock.pid}, 2; nice "
               f"{args.worker_nice}); "
               + ("no beat" if beat is None else f"celery beat (pid {beat.pid})"),
               flush=True)
@@ -748,7 +753,7 @@ def run(args, url: str, before: dict) -> None:
             daemon=True)
         for t in [*threads, mgr]:
             t.start()
-        background = (celery.pid, beat.pid if beat is not None else None)
+        background = ((celery.pid, clock.pid), beat.pid if beat is not None else None)
         time.sleep(max(0.0, start - time.monotonic()))
         cpu0 = cpu_snapshot(webs, background, url.rsplit("/", 1)[1])
         made0 = _floor_celery.checkpoints_at()
@@ -768,6 +773,7 @@ def run(args, url: str, before: dict) -> None:
             _server.stop(pages)
         _floor_celery.stop(beat)
         _floor_celery.stop(celery)
+        _floor_celery.stop(clock)
     cpu = cpu_report(cpu0, cpu1, stop - start)
     cpu["background"] = _floor_celery.background_report(made0, made1, stop - start)
     cpu["background"]["beat"] = beat is not None

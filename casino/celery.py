@@ -37,7 +37,11 @@ def _heartbeat_start(sender=None, **kwargs) -> None:
     (casino/health.py): from the main process, whatever its pool does."""
     from .health import worker_heartbeat_start
 
-    worker_heartbeat_start(getattr(sender, "hostname", None) or "worker")
+    try:  # the queues this worker takes (-Q; none given: every queue)
+        queues = sorted(sender.app.amqp.queues.consume_from)
+    except AttributeError:
+        queues = []
+    worker_heartbeat_start(getattr(sender, "hostname", None) or "worker", queues)
 
 
 @worker_shutdown.connect

@@ -117,20 +117,52 @@ class WorkerHeartbeat(HealthCheck):
                 f"cannot read the heartbeats: Redis gives no answer "
                 f"({type(exc).__name__})") from exc
         every = settings.WORKER_HEARTBEAT_SECONDS
-        fresh = [b for b in beats if time.time() - b <= 3 * every]
+        fresh = [(b, q) for b, q in beats if time.time() - b <= 3 * every]
         self.values["workers"] = len(fresh)
         if beats:
-            self.values["age_seconds"] = round(time.time() - max(beats), 1)
+            newest = max(b for b, _ in beats)
+            self.values["age_seconds"] = round(time.time() - newest, 1)
         if not fresh:
             raise ServiceUnavailable(
                 "no Celery worker has beaten in the last "
                 f"{3 * every} seconds (3 x WORKER_HEARTBEAT_SECONDS): report "
                 "builds, re-audits and the nightly close wait")
+        queues = {q: sum(q in taken for _, taken in fresh) for q in _queues()}
+        self.values["queues"] = queues
+        idle = [q for q, n in queues.items() if not n]
+        if idle:
+            raise ServiceUnavailable(
+                f"no Celery worker takes the {', '.join(idle)} queue: "
+                + "; ".join(QUEUE_WORK.get(q, "its tasks wait") for q in idle))
         raise _Fine(f"{len(fresh)} worker(s), the last beat "
-                    f"{_age(time.time() - max(fresh))} ago")
+                    f"{_age(time.time() - max(b for b, _ in fresh))} ago")
 
 
-def _beats(keys, values) -> list[float]:
+# What waits when no worker takes a queue (settings.CELERY_TASK_QUEUES).
+QUEUE_WORK = {
+    "celery": "report builds, re-audits and surveillance runs wait",
+    "clock": "the trail's checkpoints and witnesses, its anchors, the live "
+             "surveillance and the gaming day's close wait",
+}
+
+
+def _queues() -> list[str]:
+    return [q.name for q in settings.CELERY_TASK_QUEUES]
+
+
+def heartbeat_key(hostname: str, queues) -> str:
+    """A worker's heartbeat key: its name and the queues it takes (sealed
+    with the beat: Redis cannot move a worker to another queue)."""
+    return f"{HEARTBEAT_PREFIX}{hostname}|{'+'.join(sorted(queues))}"
+
+
+def _taken(key: str) -> frozenset[str]:
+    """The queues a heartbeat key names (a key without: every queue)."""
+    name, bar, queues = key[len(HEARTBEAT_PREFIX):].rpartition("|")
+    return frozenset(queues.split("+")) if bar and name else frozenset(_queues())
+
+
+def _beats(keys, values) -> list[tuple[float, frozenset[str]]]:
     """The heartbeats a worker of this app signed (casino.cache.seal, over the
     key: a worker holds SECRET_KEY, Redis does not), none ahead of the clock:
     whoever can write to Redis cannot make a dead worker look alive."""
@@ -140,7 +172,7 @@ def _beats(keys, values) -> list[float]:
     for key, value in zip(keys, values, strict=True):
         beat = _MISS if value is None else unseal(key.decode(), value)
         if type(beat) is float and beat <= time.time() + 5:
-            beats.append(beat)
+            beats.append((beat, _taken(key.decode())))
     return beats
 
 
@@ -374,9 +406,9 @@ class _Heartbeat(threading.Thread):
     from the worker's main process, with an expiry of three beats: a worker
     killed outright disappears by itself, one stopped cleanly at once."""
 
-    def __init__(self, hostname: str) -> None:
+    def __init__(self, hostname: str, queues=()) -> None:
         super().__init__(name="casino-heartbeat", daemon=True)
-        self.key = HEARTBEAT_PREFIX + hostname
+        self.key = heartbeat_key(hostname, queues or _queues())
         self.stop = threading.Event()
 
     def beat(self, client) -> None:
@@ -404,10 +436,10 @@ class _Heartbeat(threading.Thread):
 _beating: list[_Heartbeat] = []
 
 
-def worker_heartbeat_start(hostname: str) -> None:
+def worker_heartbeat_start(hostname: str, queues=()) -> None:
     if not settings.REDIS_URL or _beating:
         return
-    thread = _Heartbeat(hostname)
+    thread = _Heartbeat(hostname, queues)
     _beating.append(thread)
     thread.start()
 

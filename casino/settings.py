@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from casino.dbsession import with_limits as _with_limits
 
@@ -601,6 +602,21 @@ if _visibility < 1:
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility}
 CELERY_TIMEZONE = TIME_ZONE
+# Two queues. "clock": the short tasks that keep time -- the trail's
+# checkpoints (a second after a write) and witnesses, its anchors and their
+# time-stamps, the live surveillance's look, the gaming day's close and the
+# sweep of jobs not sent; "celery": the long ones (report builds, re-audits,
+# surveillance runs, the ledger's verification). A worker started without -Q
+# takes both (the suite, the benches, a one-machine install); production runs
+# one worker per queue (deploy/systemd: casino-worker, casino-clock), so that
+# four month-end reports never hold a checkpoint back.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CLOCK_QUEUE = "clock"
+CLOCK_TASKS = ("trail.checkpoint", "trail.witnesses", "trail.anchor",
+               "trail.timestamps_retry", "audit.surveillance_live",
+               "reports.gaming_day_close", "reports.dispatch_pending")
+CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(CLOCK_QUEUE))
+CELERY_TASK_ROUTES = {name: {"queue": CLOCK_QUEUE} for name in CLOCK_TASKS}
 # Schedules live in the database (editable in the admin): `celery -A casino beat`,
 # django-celery-beat's scheduler with sub-second intervals kept (casino/beat.py).
 CELERY_BEAT_SCHEDULER = "casino.beat:Scheduler"

@@ -282,6 +282,34 @@ def test_a_forged_heartbeat_does_not_make_a_dead_worker_alive(redis_raw):
     redis_raw.delete(real.key)
 
 
+def test_a_heartbeat_moved_to_another_queue_is_not_counted(redis_raw):
+    """A worker's beat names the queues it takes, sealed with it: copied
+    under a key that names another queue, it does not read, and the health
+    check still says no worker takes that queue."""
+    from casino.health import HEARTBEAT_PREFIX, _Heartbeat, health_run
+
+    def worker():
+        return {r.name: r for r in health_run()}["worker"]
+
+    for key in redis_raw.scan_iter(f"{HEARTBEAT_PREFIX}*"):
+        redis_raw.delete(key)
+    heavy = _Heartbeat("heavy@host", ["celery"])
+    heavy.beat(redis_raw)
+    assert heavy.key.endswith("|celery")
+    check = worker()
+    assert not check.ok and "clock queue" in check.message
+    moved = heavy.key.replace("|celery", "|celery+clock")
+    redis_raw.set(moved, redis_raw.get(heavy.key), ex=30)
+    check = worker()
+    assert not check.ok and check.values["queues"] == {"celery": 1, "clock": 0}
+    redis_raw.delete(moved)
+    both = _Heartbeat("clock@host", ["clock"])
+    both.beat(redis_raw)
+    assert worker().ok and worker().values["queues"] == {"celery": 1, "clock": 1}
+    for key in (heavy.key, both.key):
+        redis_raw.delete(key)
+
+
 def test_touch_and_incr_keep_the_seal():
     """touch() gives an entry a new signed time; incr() is refused rather
     than letting Redis count a signed value up."""

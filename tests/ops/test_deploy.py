@@ -128,7 +128,8 @@ def unit(name: str) -> dict[str, list[str]]:
 def test_the_four_processes_and_their_units():
     api, pages = unit("casino-api.service"), unit("casino-pages.service")
     worker, beat = unit("casino-worker.service"), unit("casino-beat.service")
-    for u in (api, pages, worker, beat):
+    clock = unit("casino-clock.service")
+    for u in (api, pages, worker, clock, beat):
         assert u["EnvironmentFile"] == ["/etc/casino/casino.env"]
         assert u["User"] == ["casino"]
         assert u["PartOf"] == ["casino.target"]
@@ -156,6 +157,19 @@ def test_the_four_processes_and_their_units():
     # a stop reaches the worker's main process alone, which finishes the tasks
     # at hand (the pool's children would die mid-task on a SIGTERM of their own)
     assert worker["KillMode"] == ["mixed"] and worker["KillSignal"] == ["SIGTERM"]
+    assert clock["KillMode"] == ["mixed"] and clock["KillSignal"] == ["SIGTERM"]
+    # every queue of the settings taken by a worker unit of its own, each
+    # with its own node name (two workers on one machine)
+    from django.conf import settings
+
+    taken = {}
+    for u in (worker, clock):
+        line = u["ExecStart"][0]
+        queues = re.search(r" -Q (\S+)", line).group(1).split(",")
+        for q in queues:
+            taken[q] = re.search(r" -n (\S+)", line).group(1)
+    assert sorted(taken) == sorted(q.name for q in settings.CELERY_TASK_QUEUES)
+    assert len(set(taken.values())) == 2 and all("%%H" in n for n in taken.values())
     assert beat["ExecStart"][0].endswith("celery -A casino beat -l info")
     # exactly one beat: no other unit runs one, nor a worker with -B
     others = [unit(p.name) for p in (DEPLOY / "systemd").glob("*.service")
@@ -176,5 +190,6 @@ def test_the_metrics_directory_is_emptied_before_the_pools_start():
         assert u["Environment"] == ["PROMETHEUS_MULTIPROC_DIR=/run/casino-metrics"]
         assert "casino-metrics-dir.service" in u["Requires"][0]
         assert "casino-metrics-dir.service" in u["After"][0]
-    for name in ("casino-worker.service", "casino-beat.service"):
+    for name in ("casino-worker.service", "casino-clock.service",
+                 "casino-beat.service"):
         assert "Environment" not in unit(name)

@@ -165,9 +165,9 @@ class Worker:
 
 @pytest.fixture
 def start_worker(transactional_db, settings, tmp_path):
-    """start_worker(app="casino", env={...}) starts a worker on the test
-    database and Redis, waits until it is ready and returns a Worker; every
-    worker started is stopped at the end (by PID)."""
+    """start_worker(app="casino", env={...}, args=("-Q", "clock")) starts a
+    worker on the test database and Redis, waits until it is ready and
+    returns a Worker; every worker started is stopped at the end (by PID)."""
     from django.db import connection
 
     # The tests' postgres/redis markers say so first; this guards a test
@@ -186,7 +186,8 @@ def start_worker(transactional_db, settings, tmp_path):
         conn.default_channel.client.delete("unacked", "unacked_index")
     started: list[Worker] = []
 
-    def start(app: str = "casino", env: dict | None = None) -> Worker:
+    def start(app: str = "casino", env: dict | None = None,
+              args: tuple[str, ...] = ()) -> Worker:
         n = len(started) + 1
         log = tmp_path / f"worker-{n}.log"
         name = f"reports-test-{os.getpid()}-{n}@%h"
@@ -205,7 +206,7 @@ def start_worker(transactional_db, settings, tmp_path):
         celery = Path(sys.executable).with_name("celery")
         cmd = [str(celery), "-A", app, "worker", "--concurrency=2",
                "--without-gossip", "--without-mingle", "--without-heartbeat",
-               "--loglevel=INFO", "-n", name]
+               "--loglevel=INFO", "-n", name, *args]
         with open(log, "wb") as out:
             proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
