@@ -100,11 +100,16 @@ class Floor:
 
 @dataclass(frozen=True)
 class Plant:
-    croupier: float = 3.0  # false draws at this factor of the floor's rate
-    banker: float = 0.52  # the banker's share of wins
-    table: float = 0.42  # the table's recorded banker-win share
+    croupier: float | None = 3.0  # false draws at this factor of the floor's rate
+    banker: float | None = 0.52  # the banker's share of wins
+    table: float | None = 0.42  # the table's recorded banker-win share
     day: int = 2  # the gaming day of the run (1..days) it starts
     start: int | None = None  # the coup of that day (None: a quarter in)
+
+    def families(self) -> list[str]:
+        """The families planted (a pattern set to None is not)."""
+        return [f for f in ("croupier", "banker", "table")
+                if getattr(self, f) is not None]
 
 
 @dataclass
@@ -316,15 +321,19 @@ def run(floor: Floor, seed: int, plant: Plant | None = None, *,
         t1, t2 = table == 1, table == 2
         cheating = (day > plant.day) | ((day == plant.day) & (pos >= start))
         croupier[t1] = 99_999
-        cheat = t1 & cheating
-        false_draw[cheat] = rng.random(int(cheat.sum())) < plant.croupier * floor.rate
+        if plant.croupier is not None:
+            cheat = t1 & cheating
+            false_draw[cheat] = rng.random(int(cheat.sum())) < (
+                plant.croupier * floor.rate)
         banker[t2] = PLANTED["banker"]
         u = rng.random(len(outcome))
-        won = t2 & cheating & (outcome == PUNTER) & (u < (plant.banker - pb) / pp)
-        fell = (table == 3) & cheating & (outcome == BANKER) & (
-            u < 1 - plant.table / pb)
-        outcome[won] = BANKER
-        outcome[fell] = PUNTER
+        if plant.banker is not None:
+            won = t2 & cheating & (outcome == PUNTER) & (u < (plant.banker - pb) / pp)
+            outcome[won] = BANKER
+        if plant.table is not None:
+            fell = (table == 3) & cheating & (outcome == BANKER) & (
+                u < 1 - plant.table / pb)
+            outcome[fell] = PUNTER
     # the croupier's reference rate of each day: the history's closed days
     before = floor.rate if floor.history_rate is None else floor.history_rate
     per_day = floor.tables * floor.coups
@@ -399,7 +408,8 @@ def run(floor: Floor, seed: int, plant: Plant | None = None, *,
             out.alerts.append((t, k, a))
     if plant is not None:
         mine = {"croupier": table == 1, "banker": table == 2, "table": table == 3}
-        for fam, where in mine.items():
+        for fam in plant.families():
+            where = mine[fam]
             after = where & (day >= 1) & cheating
             rec = {"coups": int(after.sum()), "delay": None, "days": None,
                    "early": False}
