@@ -43,12 +43,14 @@ dealt (honest), and with each set of PATTERNS planted on it from coup 250 of
 its second day to its end (a paired design: the honest and planted figures
 are each over independent runs). One more honest set (LIVE_HOUSE_RUNS runs)
 at the first rate has its tables split over houses of 6 and 8 decks (the
-banker and table tallies in groups). Printed:
+banker and table tallies in groups). The runs are spread over --jobs
+processes (2). Printed:
 
 - honest: the shifts (gaming days) with any live alert, over all the days
   and over the days from LIVE_WINDOW on (every window open: the long run),
-  with the 95 % Clopper-Pearson interval against alpha (the days of a run
-  share their subjects' windows; the interval takes them as independent);
+  with their 95 % Clopper-Pearson intervals against alpha (the days of a
+  run share their subjects' windows; the interval takes them as
+  independent);
   the same had every coup been looked at (the worst any schedule of looks
   can do); the false alerts per shift and the windows crossed (every coup)
   per window that ran its LIVE_WINDOW days, each against alpha; the alerts
@@ -69,6 +71,7 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -83,11 +86,11 @@ from audit.surveillance import livetests as lt  # noqa: E402
 Q = 0.05
 ALPHA = 0.03  # SURVEILLANCE_LIVE_ALPHA's default
 LOOK_EVERY = 5  # coups of each table between looks (about 5 minutes)
-LIVE_RUNS = 150  # runs a floor rate (honest and planted share the deal)
+LIVE_RUNS = 120  # runs a floor rate (honest and planted share the deal)
 LIVE_DAYS = 10  # gaming days a run
 LIVE_WINDOW = lt.WINDOW_DAYS  # days a window's test runs (7)
 LIVE_TABLES = 40
-LIVE_HOUSE_RUNS = 60
+LIVE_HOUSE_RUNS = 50
 PATTERNS = {"the issue's": livesim.Plant(croupier=3.0, banker=0.52, table=0.42),
             "gross": livesim.Plant(croupier=10.0, banker=0.65, table=0.35)}
 
@@ -203,9 +206,12 @@ def live_honest(label: str, floor, runs: list, seconds: float) -> None:
     over = sum(len(r.over) for r in runs)
     budgets = [b for r in runs for b in r.budgets.values()]
     mean_budget = {f: float(np.mean([b[f] for b in budgets])) for f in budgets[0]}
-    lo, hi = proportion_confint(any_steady, steady_shifts, alpha=0.05, method="beta")
+    lo, hi = proportion_confint(any_day, shifts, alpha=0.05, method="beta")
+    slo, shi = proportion_confint(any_steady, steady_shifts, alpha=0.05,
+                                  method="beta")
     elo, ehi = proportion_confint(ever_steady, steady_shifts, alpha=0.05,
                                   method="beta")
+    ever_all = sum(len(r.ever_days) for r in runs)
     print(f"\n== live surveillance, honest ({label}): {n_runs} runs of {n_days}"
           f" gaming days x {floor.tables} tables x {floor.coups:,} coups dealt from"
           " real shoes"
@@ -214,13 +220,13 @@ def live_honest(label: str, floor, runs: list, seconds: float) -> None:
              " split evenly" if len(floor.decks) > 1 else "")
           + f"), windows of {n_win} days, a look every {floor.every} coups of each"
           f" table, alpha = {floor.alpha}")
-    print(f"shifts with any live alert: {any_day}/{shifts} ="
-          f" {any_day / shifts:.2%} over all the days; from day {n_win} on (every"
-          f" window open): {any_steady}/{steady_shifts} ="
-          f" {any_steady / steady_shifts:.2%}, 95 % interval [{lo:.2%}, {hi:.2%}],"
-          f" stated bound {floor.alpha:.0%}"
-          f" -> {'within' if lo <= floor.alpha else 'ABOVE'} the bound")
-    print(f"had every coup been looked at, from day {n_win} on: {ever_steady}/"
+    print(f"shifts with any live alert: {any_day}/{shifts} = {any_day / shifts:.2%},"
+          f" 95 % interval [{lo:.2%}, {hi:.2%}], stated bound {floor.alpha:.0%}"
+          f" -> {'within' if lo <= floor.alpha else 'ABOVE'} the bound; from day"
+          f" {n_win} on (every window open): {any_steady}/{steady_shifts} ="
+          f" {any_steady / steady_shifts:.2%} [{slo:.2%}, {shi:.2%}]")
+    print(f"had every coup been looked at: {ever_all}/{shifts} ="
+          f" {ever_all / shifts:.2%}; from day {n_win} on: {ever_steady}/"
           f"{steady_shifts} = {ever_steady / steady_shifts:.2%}"
           f" [{elo:.2%}, {ehi:.2%}]")
     print(f"false alerts per shift from day {n_win} on: {alerts_steady}/{steady_shifts}"
@@ -267,6 +273,31 @@ def live_planted(label: str, plant, floor, runs: list) -> None:
               + (f"; alerted before the start {early}" if early else ""))
 
 
+def _live_triple(floor, seed: int) -> tuple:
+    """One run's deal looked at honest and with each pattern planted."""
+    rows = livesim.deal(floor, seed)
+    return (livesim.run(floor, seed, rows=rows),
+            *(livesim.run(floor, seed, plant, rows=rows)
+              for plant in PATTERNS.values()))
+
+
+def _live_honest(floor, seed: int) -> tuple:
+    return (livesim.run(floor, seed),)
+
+
+def _live_map(fn, floor, seeds: list[int], jobs: int, what: str) -> list[tuple]:
+    """fn(floor, seed) for every seed, over ``jobs`` processes, in order."""
+    t0 = time.perf_counter()
+    out = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for i, r in enumerate(pool.map(fn, [floor] * len(seeds), seeds, chunksize=2)):
+            out.append(r)
+            if (i + 1) % 25 == 0:
+                print(f"  ... {what}: {i + 1} runs, {time.perf_counter() - t0:.0f} s",
+                      flush=True)
+    return out
+
+
 def live(args) -> None:
     if args.live_quick:
         args.live_runs, args.live_house_runs = 20, 10
@@ -275,26 +306,19 @@ def live(args) -> None:
     for rate in args.rates if args.live_runs else []:
         floor = livesim.Floor(rate=rate, **kw)
         t0 = time.perf_counter()
-        honest_runs, planted_runs = [], {label: [] for label in PATTERNS}
-        for i in range(args.live_runs):
-            seed = args.seed + 380_000 + i
-            rows = livesim.deal(floor, seed)
-            honest_runs.append(livesim.run(floor, seed, rows=rows))
-            for label, plant in PATTERNS.items():
-                planted_runs[label].append(livesim.run(floor, seed, plant, rows=rows))
-            if (i + 1) % 25 == 0:
-                print(f"  ... {rate:.1%}: {i + 1} runs,"
-                      f" {time.perf_counter() - t0:.0f} s", flush=True)
-        live_honest("one house of 6 decks", floor, honest_runs,
+        seeds = [args.seed + 380_000 + i for i in range(args.live_runs)]
+        triples = _live_map(_live_triple, floor, seeds, args.jobs, f"{rate:.1%}")
+        live_honest("one house of 6 decks", floor, [t[0] for t in triples],
                     time.perf_counter() - t0)
-        for label, plant in PATTERNS.items():
-            live_planted(label, plant, floor, planted_runs[label])
+        for k, (label, plant) in enumerate(PATTERNS.items(), start=1):
+            live_planted(label, plant, floor, [t[k] for t in triples])
     if args.live_house_runs and len(args.live_houses) > 1:
         floor = livesim.Floor(rate=args.rates[0], decks=args.live_houses, **kw)
         t0 = time.perf_counter()
-        runs = [livesim.run(floor, args.seed + 385_000 + i)
-                for i in range(args.live_house_runs)]
-        live_honest("two houses", floor, runs, time.perf_counter() - t0)
+        seeds = [args.seed + 385_000 + i for i in range(args.live_house_runs)]
+        runs = _live_map(_live_honest, floor, seeds, args.jobs, "two houses")
+        live_honest("two houses", floor, [r[0] for r in runs],
+                    time.perf_counter() - t0)
 
 
 def power_table() -> None:
@@ -333,6 +357,8 @@ def main() -> None:
     ap.add_argument("--live-houses", default=(6, 8),
                     type=lambda v: tuple(int(x) for x in v.split(",") if x),
                     help="decks of the houses of the two-house floor (6,8)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="processes for the live runs (2: this machine's cores)")
     ap.add_argument("--live-quick", action="store_true",
                     help="a quick look: 20 runs a rate, 10 of the two houses")
     args = ap.parse_args()
