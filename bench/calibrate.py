@@ -6,6 +6,7 @@ test_power.py, test_dealer.py).
     .venv/bin/python bench/calibrate.py                 # 400 honest runs
     .venv/bin/python bench/calibrate.py --runs 40 --power-runs 20   # a look
     .venv/bin/python bench/calibrate.py --live          # the live part alone
+    .venv/bin/python bench/calibrate.py --live --live-quick   # a quick look
 
 Honest runs: RUNS casinos of TABLES x DAYS x COUPS coups, each dealt from
 real shoes (burned cards, the cut card, punters' and bankers' free choices
@@ -28,20 +29,37 @@ floor's observed mix (as the pipeline weighs it). Printed:
   four 9s at its close; with the stated power of the croupier test
   (power.py) for the coups he dealt.
 
-The live surveillance (issue 38; ``--live`` runs only this part):
-LIVE_SHIFTS honest gaming days of a floor of LIVE_TABLES tables x 1,000
-coups dealt from real shoes at each floor rate (and one more set at the
-first rate with the tables split over houses of 6 and 8 decks: the banker
-and table tallies in groups), looked at every LOOK_EVERY
-coups of each table as the live path looks (audit/surveillance/livesim.py:
-livetests.look, shift_levels, budget_for of the previous dealt day,
-reference_rate of 28 trailing days), alpha = ALPHA. Printed: the share of
-shifts with any live alert and its 95 % interval against alpha, the share
-had every coup been looked at (the worst any schedule of looks can do),
-the alerts by family; then LIVE_RUNS planted shifts a set (the issue's
-patterns and gross ones) from a quarter into the day: the share found
-within the shift, the median coups from the start to the alert, and the
-median the test alone needs if the cheat went on (livesim.coups_to_alert).
+The live surveillance (issue 38; ``--live`` runs only this part): at each
+floor rate, LIVE_RUNS runs of LIVE_DAYS consecutive gaming days (plus the
+day before the first, dealt for its budget) of a floor of LIVE_TABLES
+tables x 1,000 coups, each day dealt from real shoes, looked at every
+LOOK_EVERY coups of each table as the live path looks
+(audit/surveillance/livesim.py: livetests.windows of LIVE_WINDOW days,
+look_windows with each window's shift_levels of budget_for of the day before
+its first day, raise_once with the charged windows carried from look to look
+and day to day, each day's croupier reference rate from its 28 trailing
+days), alpha = ALPHA. Each run's honest deal is looked at three times: as
+dealt (honest), and with each set of PATTERNS planted on it from coup 250 of
+its second day to its end (a paired design: the honest and planted figures
+are each over independent runs). One more honest set (LIVE_HOUSE_RUNS runs)
+at the first rate has its tables split over houses of 6 and 8 decks (the
+banker and table tallies in groups). The runs are spread over --jobs
+processes (2). Printed:
+
+- honest: the shifts (gaming days) with any live alert, over all the days
+  and over the days from LIVE_WINDOW on (every window open: the long run),
+  with their 95 % Clopper-Pearson intervals against alpha (the days of a
+  run share their subjects' windows; the interval takes them as
+  independent);
+  the same had every coup been looked at (the worst any schedule of looks
+  can do); the false alerts per shift and the windows crossed (every coup)
+  per window that ran its LIVE_WINDOW days, each against alpha; the alerts
+  by family, the days over budget;
+- planted: the share found within the run and within the first day of
+  cheating (what one gaming day's test could do), the median coups of the
+  cheat from the start to the alert and the median gaming days to it (1: the
+  day it started), and the median coups the test alone needs at the
+  window's level (livesim.coups_to_alert).
 
 Seeds are fixed (--seed) so a run can be repeated; nothing is tuned to them.
 """
@@ -53,6 +71,7 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -67,6 +86,11 @@ from audit.surveillance import livetests as lt  # noqa: E402
 Q = 0.05
 ALPHA = 0.03  # SURVEILLANCE_LIVE_ALPHA's default
 LOOK_EVERY = 5  # coups of each table between looks (about 5 minutes)
+LIVE_RUNS = 120  # runs a floor rate (honest and planted share the deal)
+LIVE_DAYS = 10  # gaming days a run
+LIVE_WINDOW = lt.WINDOW_DAYS  # days a window's test runs (7)
+LIVE_TABLES = 40
+LIVE_HOUSE_RUNS = 50
 PATTERNS = {"the issue's": livesim.Plant(croupier=3.0, banker=0.52, table=0.42),
             "gross": livesim.Plant(croupier=10.0, banker=0.65, table=0.35)}
 
@@ -168,85 +192,133 @@ def planted(args) -> None:
               f" {sorted(Counter(delays).items())}")
 
 
+def live_honest(label: str, floor, runs: list, seconds: float) -> None:
+    n_runs, n_days, n_win = len(runs), floor.days, floor.window_days
+    steady = list(runs[0].steady)
+    shifts, steady_shifts = n_runs * n_days, n_runs * len(steady)
+    any_day = sum(len(r.alert_days) for r in runs)
+    any_steady = sum(len(r.alert_days & set(steady)) for r in runs)
+    ever_steady = sum(len(r.ever_days & set(steady)) for r in runs)
+    alerts_steady = sum(1 for r in runs for d, _, _ in r.alerts if d in steady)
+    complete = list(runs[0].complete)
+    crossed = sum(1 for r in runs for (_, _, s) in r.ever if s in complete)
+    by_family = Counter(a.family for r in runs for _, _, a in r.alerts)
+    over = sum(len(r.over) for r in runs)
+    budgets = [b for r in runs for b in r.budgets.values()]
+    mean_budget = {f: float(np.mean([b[f] for b in budgets])) for f in budgets[0]}
+    lo, hi = proportion_confint(any_day, shifts, alpha=0.05, method="beta")
+    slo, shi = proportion_confint(any_steady, steady_shifts, alpha=0.05,
+                                  method="beta")
+    elo, ehi = proportion_confint(ever_steady, steady_shifts, alpha=0.05,
+                                  method="beta")
+    ever_all = sum(len(r.ever_days) for r in runs)
+    print(f"\n== live surveillance, honest ({label}): {n_runs} runs of {n_days}"
+          f" gaming days x {floor.tables} tables x {floor.coups:,} coups dealt from"
+          " real shoes"
+          f" (floor false-draw rate {floor.rate:.1%}"
+          + (f"; houses of {'/'.join(map(str, floor.decks))} decks, the tables"
+             " split evenly" if len(floor.decks) > 1 else "")
+          + f"), windows of {n_win} days, a look every {floor.every} coups of each"
+          f" table, alpha = {floor.alpha}")
+    print(f"shifts with any live alert: {any_day}/{shifts} = {any_day / shifts:.2%},"
+          f" 95 % interval [{lo:.2%}, {hi:.2%}], stated bound {floor.alpha:.0%}"
+          f" -> {'within' if lo <= floor.alpha else 'ABOVE'} the bound; from day"
+          f" {n_win} on (every window open): {any_steady}/{steady_shifts} ="
+          f" {any_steady / steady_shifts:.2%} [{slo:.2%}, {shi:.2%}]")
+    print(f"had every coup been looked at: {ever_all}/{shifts} ="
+          f" {ever_all / shifts:.2%}; from day {n_win} on: {ever_steady}/"
+          f"{steady_shifts} = {ever_steady / steady_shifts:.2%}"
+          f" [{elo:.2%}, {ehi:.2%}]")
+    print(f"false alerts per shift from day {n_win} on: {alerts_steady}/{steady_shifts}"
+          f" = {alerts_steady / steady_shifts:.4f}; windows crossed (every coup) per"
+          f" window run to its end: {crossed}/{n_runs * len(complete)} ="
+          f" {crossed / max(1, n_runs * len(complete)):.4f} (each at most alpha ="
+          f" {floor.alpha} in expectation)")
+    print(f"alerts by family {dict(by_family)}; days over budget {over}; mean"
+          " budget " + ", ".join(f"{f} {b:,.0f}" for f, b in mean_budget.items())
+          + f"; live functions called at {sum(r.calls for r in runs):,} looks"
+          f" ({seconds:.0f} s)")
+
+
+def live_planted(label: str, plant, floor, runs: list) -> None:
+    n = len(runs)
+    start = floor.coups // 4 if plant.start is None else plant.start
+    print(f"\n== live, planted ({label}: croupier at {plant.croupier:g}x, banker at"
+          f" {plant.banker:.0%}, table at {plant.table:.0%}), floor rate"
+          f" {floor.rate:.1%}: {n} runs, cheating from coup {start} of day"
+          f" {plant.day} of {floor.days} to the end"
+          f" ({int(np.median([r.planted['croupier']['coups'] for r in runs])):,} coups"
+          " of each cheat)")
+    q_cr = float(np.median([r.q_croupier[plant.day] for r in runs]))
+    truth = {"croupier": (q_cr, plant.croupier * floor.rate),
+             "banker": (0.4602, plant.banker), "table": (0.4602, plant.table)}
+    for fam in ("croupier", "banker", "table"):
+        recs = [r.planted[fam] for r in runs]
+        found = [x for x in recs if x["delay"] is not None]
+        first_day = sum(x["days"] == 1 for x in found)
+        early = sum(x["early"] for x in recs)
+        lo, hi = proportion_confint(len(found), n, alpha=0.05, method="beta")
+        flo, fhi = proportion_confint(first_day, n, alpha=0.05, method="beta")
+        med = (f"{np.median([x['delay'] for x in found]):,.0f} coups (gaming day"
+               f" {np.median([x['days'] for x in found]):g} of the cheating)"
+               if found else "-")
+        alone = livesim.coups_to_alert(
+            lt.FAMILIES[fam], *truth[fam], runs[0].levels[plant.day][fam],
+            runs=200, max_coups=30_000, seed=1)
+        print(f"  {fam:8s} found within the run {len(found)}/{n} ="
+              f" {len(found) / n:.0%} ({lo:.0%}-{hi:.0%}); within the first day"
+              f" {first_day}/{n} = {first_day / n:.0%} ({flo:.0%}-{fhi:.0%});"
+              f" median {med} from the start to the alert; the test alone:"
+              f" median {np.median(alone):,.0f} coups"
+              + (f"; alerted before the start {early}" if early else ""))
+
+
+def _live_triple(floor, seed: int) -> tuple:
+    """One run's deal looked at honest and with each pattern planted."""
+    rows = livesim.deal(floor, seed)
+    return (livesim.run(floor, seed, rows=rows),
+            *(livesim.run(floor, seed, plant, rows=rows)
+              for plant in PATTERNS.values()))
+
+
+def _live_honest(floor, seed: int) -> tuple:
+    return (livesim.run(floor, seed),)
+
+
+def _live_map(fn, floor, seeds: list[int], jobs: int, what: str) -> list[tuple]:
+    """fn(floor, seed) for every seed, over ``jobs`` processes, in order."""
+    t0 = time.perf_counter()
+    out = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for i, r in enumerate(pool.map(fn, [floor] * len(seeds), seeds, chunksize=2)):
+            out.append(r)
+            if (i + 1) % 25 == 0:
+                print(f"  ... {what}: {i + 1} runs, {time.perf_counter() - t0:.0f} s",
+                      flush=True)
+    return out
+
+
 def live(args) -> None:
-    floors = {rate: livesim.Floor(tables=args.live_tables, coups=1000, rate=rate,
-                                  alpha=ALPHA, every=LOOK_EVERY)
-              for rate in args.rates}
-    honest_floors = list(floors.values())
-    if args.live_houses and args.live_houses != (6,):
-        honest_floors.append(livesim.Floor(
-            tables=args.live_tables, coups=1000, rate=args.rates[0], alpha=ALPHA,
-            every=LOOK_EVERY, decks=args.live_houses))
-    for floor in honest_floors if args.live_shifts else []:
-        rate = floor.rate
+    if args.live_quick:
+        args.live_runs, args.live_house_runs = 20, 10
+    kw = dict(tables=args.live_tables, coups=1000, alpha=ALPHA, every=LOOK_EVERY,
+              days=args.live_days, window_days=args.live_window)
+    for rate in args.rates if args.live_runs else []:
+        floor = livesim.Floor(rate=rate, **kw)
         t0 = time.perf_counter()
-        any_alert = ever = over = 0
-        by_family = Counter()
-        budgets = []
-        for i in range(args.live_shifts):
-            r = livesim.shift(floor, args.seed + 380_000 + i)
-            any_alert += r.any_alert
-            ever += r.any_ever
-            over += bool(r.over)
-            by_family.update(f for f, _ in r.alerts)
-            budgets.append(r.budget)
-            if args.verbose and r.alerts:
-                print("  shift", i, [(f, s, w, f"{a.p_value:.2g}")
-                                     for (f, s), (w, a) in r.alerts.items()])
-        n = args.live_shifts
-        lo, hi = proportion_confint(any_alert, n, alpha=0.05, method="beta")
-        elo, ehi = proportion_confint(ever, n, alpha=0.05, method="beta")
-        mean_budget = {f: float(np.mean([b[f] for b in budgets])) for f in budgets[0]}
-        print(f"\n== live surveillance, honest shifts: {n} gaming days x"
-              f" {floor.tables} tables x {floor.coups:,} coups dealt from real shoes"
-              f" (floor false-draw rate {rate:.1%}"
-              + (f"; houses of {'/'.join(map(str, floor.decks))} decks, the"
-                 " tables split evenly" if len(floor.decks) > 1 else "")
-              + f"), a look every {floor.every}"
-              f" coups of each table, alpha = {floor.alpha}")
-        print(f"shifts with any live alert: {any_alert}/{n} = {any_alert / n:.1%},"
-              f" 95 % interval [{lo:.1%}, {hi:.1%}], stated bound {floor.alpha:.0%}"
-              f" -> {'within' if lo <= floor.alpha else 'ABOVE'} the bound")
-        print(f"had every coup been looked at: {ever}/{n} = {ever / n:.1%}"
-              f" [{elo:.1%}, {ehi:.1%}]; alerts by family {dict(by_family)};"
-              f" shifts over budget {over}; mean budget "
-              + ", ".join(f"{f} {b:,.0f}" for f, b in mean_budget.items())
-              + f" ({time.perf_counter() - t0:.0f} s)")
-    for rate, floor in floors.items() if args.live_runs else []:
-        for label, plant in PATTERNS.items():
-            found, delays, early, cheat = Counter(), defaultdict(list), Counter(), []
-            levels, q_cr = None, []
-            for i in range(args.live_runs):
-                r = livesim.shift(floor, args.seed + 390_000 + i, plant)
-                levels = r.levels
-                q_cr.append(r.q_croupier)
-                for fam, rec in r.planted.items():
-                    early[fam] += rec["early"]
-                    if rec["delay"] is not None:
-                        found[fam] += 1
-                        delays[fam].append(rec["delay"])
-                cheat.append(r.planted["croupier"]["coups"])
-            print(f"\n== live, planted ({label}: croupier at {plant.croupier:g}x,"
-                  f" banker at {plant.banker:.0%}, table at {plant.table:.0%}),"
-                  f" floor rate {rate:.1%}: {args.live_runs} shifts, cheating from"
-                  f" coup {floor.coups // 4} of {floor.coups:,}"
-                  f" ({int(np.median(cheat))} coups of the cheat in the shift)")
-            truth = {"croupier": (float(np.median(q_cr)), plant.croupier * rate),
-                     "banker": (0.4602, plant.banker), "table": (0.4602, plant.table)}
-            for fam in ("croupier", "banker", "table"):
-                k = found[fam]
-                lo, hi = proportion_confint(k, args.live_runs, alpha=0.05,
-                                            method="beta")
-                med = f"{np.median(delays[fam]):,.0f}" if delays[fam] else "-"
-                alone = livesim.coups_to_alert(
-                    lt.FAMILIES[fam], *truth[fam], levels[fam], runs=200,
-                    max_coups=30_000, seed=args.seed)
-                before = f"; alerted before it {early[fam]}" if early[fam] else ""
-                print(f"  {fam:8s} found within the shift {k}/{args.live_runs} ="
-                      f" {k / args.live_runs:.0%} ({lo:.0%}-{hi:.0%}), median"
-                      f" {med} coups from the start to the alert; the test alone"
-                      f" (the cheat goes on): median {np.median(alone):,.0f}"
-                      f" coups{before}")
+        seeds = [args.seed + 380_000 + i for i in range(args.live_runs)]
+        triples = _live_map(_live_triple, floor, seeds, args.jobs, f"{rate:.1%}")
+        live_honest("one house of 6 decks", floor, [t[0] for t in triples],
+                    time.perf_counter() - t0)
+        for k, (label, plant) in enumerate(PATTERNS.items(), start=1):
+            live_planted(label, plant, floor, [t[k] for t in triples])
+    if args.live_house_runs and len(args.live_houses) > 1:
+        floor = livesim.Floor(rate=args.rates[0], decks=args.live_houses, **kw)
+        t0 = time.perf_counter()
+        seeds = [args.seed + 385_000 + i for i in range(args.live_house_runs)]
+        runs = _live_map(_live_honest, floor, seeds, args.jobs, "two houses")
+        live_honest("two houses", floor, [r[0] for r in runs],
+                    time.perf_counter() - t0)
 
 
 def power_table() -> None:
@@ -272,12 +344,23 @@ def main() -> None:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--live", action="store_true",
                     help="only the live surveillance's part")
-    ap.add_argument("--live-shifts", type=int, default=400)
-    ap.add_argument("--live-runs", type=int, default=100)
-    ap.add_argument("--live-tables", type=int, default=40)
+    ap.add_argument("--live-runs", type=int, default=LIVE_RUNS,
+                    help="runs of gaming days at each floor rate, each looked at"
+                    " honest and with each pattern planted")
+    ap.add_argument("--live-days", type=int, default=LIVE_DAYS,
+                    help="gaming days of a run")
+    ap.add_argument("--live-window", type=int, default=LIVE_WINDOW,
+                    help="gaming days a window's test runs")
+    ap.add_argument("--live-tables", type=int, default=LIVE_TABLES)
+    ap.add_argument("--live-house-runs", type=int, default=LIVE_HOUSE_RUNS,
+                    help="runs of the honest two-house floor (0: none)")
     ap.add_argument("--live-houses", default=(6, 8),
                     type=lambda v: tuple(int(x) for x in v.split(",") if x),
-                    help="decks of the houses of one more honest set (6,8)")
+                    help="decks of the houses of the two-house floor (6,8)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="processes for the live runs (2: this machine's cores)")
+    ap.add_argument("--live-quick", action="store_true",
+                    help="a quick look: 20 runs a rate, 10 of the two houses")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if not args.live:
@@ -286,7 +369,7 @@ def main() -> None:
             honest(args)
         if args.power_runs:
             planted(args)
-    if args.live_shifts or args.live_runs:
+    if args.live_runs or args.live_house_runs:
         live(args)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
