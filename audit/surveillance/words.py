@@ -201,6 +201,37 @@ _LIVE = {
                     "tonight; the odds would give {expected}; this happens by "
                     "chance about once in {once} shifts"),
 }
+# A window of several gaming days (the test started on {since}).
+_LIVE_SINCE = {
+    "live_croupier": _("{table}: croupier {who} has false-drawn {count} times in "
+                       "{coups} coups since {since} ({days} gaming days); the "
+                       "floor's rate would give {expected}; this happens by "
+                       "chance about once in {once} shifts"),
+    "live_banker": _("{table}: the banker ({who}) has won {count} of {coups} "
+                     "coups since {since} ({days} gaming days); the odds would "
+                     "give {expected}; this happens by chance about once in "
+                     "{once} shifts"),
+    "live_table": _("{table}: the bank has won {count} of {coups} coups since "
+                    "{since} ({days} gaming days); the odds would give "
+                    "{expected}; this happens by chance about once in {once} "
+                    "shifts"),
+}
+
+
+def day_words(iso: str) -> str:
+    """A gaming day as a sentence says it, in the reader's language:
+    "Monday 30 November", "lundi 30 novembre" (Django's translated names);
+    the text as it is when it is not a day."""
+    from datetime import date
+
+    from django.utils.formats import date_format
+
+    try:
+        day = date.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    # the same order in both languages; Django translates the names
+    return date_format(day, "l j F")
 
 
 def _who_words(who: str) -> str:
@@ -217,12 +248,17 @@ def _who_words(who: str) -> str:
 def live_sentence(code: str, evidence: dict | None) -> str:
     """"Table 4: croupier X has false-drawn 9 times in 310 coups tonight;
     the floor's rate would give 1; this happens by chance about once in
-    20,000 shifts." From the live alert's own evidence, in the reader's
-    language (the queue, the flag's page)."""
+    20,000 shifts" -- or, for a window of several gaming days, "... 21
+    times in 2,310 coups since Monday 30 November (3 gaming days); ...".
+    From the live alert's own evidence, in the reader's language (the
+    queue, the flag's page)."""
     ev = evidence or {}
     words = _LIVE.get(code)
     if words is None or ev.get("coups") is None:
         return test_label(code)
+    days = ev.get("days") or 1
+    if days > 1 and ev.get("since"):
+        words = _LIVE_SINCE[code]
     expected = float(ev.get("expected") or 0)
     who = ev.get("who") or ""
     return str(words).format(
@@ -230,4 +266,5 @@ def live_sentence(code: str, evidence: dict | None) -> str:
         who=_who_words(who) if code == "live_banker" else who,
         count=_number(ev.get("count", 0)), coups=_number(ev["coups"]),
         expected=_number(expected, 0 if expected >= 10 else 1),
-        once=_number(ev.get("once_in_shifts") or 0)) + "."
+        once=_number(ev.get("once_in_shifts") or 0),
+        since=day_words(ev.get("since") or ""), days=_number(days)) + "."
