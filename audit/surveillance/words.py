@@ -22,11 +22,11 @@ TESTS = {
     "rank_over": _("A rank seen more often than the shoe holds"),
     "rank_short": _("A rank short at the shoe's close"),
     # the live surveillance's tests (audit/surveillance/sequential.py)
-    "croupier_false_draws": _("False draws above the floor's rate tonight"),
-    "table_banker_share": _("The table's banker wins away from the odds tonight"),
-    "live_croupier": _("False draws above the floor's rate tonight"),
-    "live_banker": _("The banker won more coups than the odds give tonight"),
-    "live_table": _("The table's banker wins away from the odds tonight"),
+    "croupier_false_draws": _("False draws above the floor's rate (live)"),
+    "table_banker_share": _("The table's banker wins away from the odds (live)"),
+    "live_croupier": _("False draws above the floor's rate (live)"),
+    "live_banker": _("The banker won more coups than the odds give (live)"),
+    "live_table": _("The table's banker wins away from the odds (live)"),
 }
 
 KINDS = {
@@ -36,9 +36,9 @@ KINDS = {
     "table_cusum": _("table"),
     "shoe": _("shoe"),
     "shoe_count": _("shoe count"),
-    "live_croupier": _("croupier, tonight (live)"),
-    "live_banker": _("banker, tonight (live)"),
-    "live_table": _("table, tonight (live)"),
+    "live_croupier": _("croupier (live)"),
+    "live_banker": _("banker (live)"),
+    "live_table": _("table (live)"),
 }
 
 
@@ -97,7 +97,10 @@ FIGURES = {
     "level": _("level (per subject and shift)"),
     "once_in_shifts": _("by chance about once in (shifts)"),
     "alpha": _("the house's bound on shifts with a false alert"),
-    "subjects": _("subjects watched tonight"),
+    "since": _("the window's first gaming day"),
+    "days": _("gaming days in the window"),
+    "windows": _("windows charged to this alert (their first days)"),
+    "subjects": _("subjects watched (the window's first day)"),
     "budget": _("subjects budgeted"),
     "over_budget": _("more subjects than budgeted"),
     "reference": _("reference"),
