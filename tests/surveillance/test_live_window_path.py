@@ -13,8 +13,6 @@ left open (it is being dealt)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.db import connection
 from django.test import Client
@@ -210,7 +208,7 @@ def test_the_live_flags_page_reads_right_in_both_languages(charged, pitboss):
     assert "<dd>False</dd>" not in page and "taux de fausses découvertes" not in page
 
 
-# -- the closed days, kept ---------------------------------------------------------------
+# -- the closed days, kept -----------------------------------------------------
 
 def test_closed_days_groups_are_kept_and_a_correction_is_seen(
         croupier, croupier2, pitboss, monkeypatch):
@@ -269,7 +267,7 @@ def test_closed_days_groups_are_kept_and_a_correction_is_seen(
     assert read == [DAY1] and again.coups == fresh.coups
 
 
-# -- the words; the setting ------------------------------------------------------------------
+# -- the words; the setting ----------------------------------------------------
 
 def test_the_words_tonight_or_since_the_windows_first_day():
     from audit.surveillance.words import live_sentence
