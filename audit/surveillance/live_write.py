@@ -184,7 +184,8 @@ def _series(look, family: str, subject: str, since: date) -> dict:
 
 
 def _reference_words(parts: list) -> str:
-    """Where the croupier's reference came from, over the window's days."""
+    """Where the croupier's reference came from, over the window's days (the
+    words match words.evidence_text's: the page translates them)."""
     sources = {p.trailing.reference.source for p in parts}
     days = max(p.trailing.reference.days for p in parts)
     if len(parts) == 1:
@@ -227,12 +228,14 @@ def _evidence(look, a, place: dict, table: str, who: str) -> dict:
         if t.reference.source == "trailing":
             ev["reference_coups"] = t.reference.coups
     else:
-        mixes = {p.trailing.mix_from for p in parts}
-        ev["mix"] = (f"the floor's mix of free choices on {t.mix_from}"
-                     if t.mix is not None else
-                     "every free cell drawn (no surveyed day before)")
-        if len(mixes) > 1:
-            ev["mix"] += " (each day at the mix of the latest surveyed day before it)"
+        # the words match words.evidence_text's (the page translates them)
+        if len({p.trailing.mix_from for p in parts}) > 1:
+            ev["mix"] = ("each day at the floor's mix of the latest surveyed day "
+                         "before it (every free cell drawn before any)")
+        elif t.mix is not None:
+            ev["mix"] = f"the floor's mix of free choices on {t.mix_from}"
+        else:
+            ev["mix"] = "every free cell drawn (no surveyed day before)"
     ev["series"] = _series(look, family, a.subject, since)
     return ev
 

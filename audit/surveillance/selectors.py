@@ -115,12 +115,24 @@ def _figure(key: str, value):
     if isinstance(value, int) and key not in _NOT_AMOUNTS:
         return number_format(value, force_grouping=True)
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return _decimal(value)
     if value is None:
         return "—"
     if key == "windows" and isinstance(value, list):
         return ", ".join(str(v) for v in value)
+    if isinstance(value, str):
+        from .words import evidence_text
+
+        return evidence_text(value)
     return value
+
+
+def _decimal(value: float, digits: int = 4) -> str:
+    """A figure to ``digits`` significant digits with the reader's decimal
+    separator (9.714; 9,714 in French)."""
+    from django.utils.formats import get_format
+
+    return f"{value:.{digits}g}".replace(".", get_format("DECIMAL_SEPARATOR"))
 
 
 def flag_evidence(flag: Flag) -> dict:
@@ -153,6 +165,7 @@ def flag_evidence(flag: Flag) -> dict:
         "interval": body.get("wilson95") or body.get("band95"),
         "limits": body.get("limits_at_n"), "sequence": body.get("sequence"),
         "chart": evidence_chart(kind, ev.test, body),
+        "p_value": None if ev.p_value is None else _decimal(ev.p_value, 3),
         "live": live,
         "live_alpha": _percent(alpha) if live else None,
     }}

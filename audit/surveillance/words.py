@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from django.utils.translation import gettext_lazy as _
 
@@ -271,3 +272,46 @@ def live_sentence(code: str, evidence: dict | None) -> str:
         expected=_number(expected, 0 if expected >= 10 else 1),
         once=_number(ev.get("once_in_shifts") or 0),
         since=day_words(ev.get("since") or ""), days=_number(days)) + "."
+
+
+# ---- the live evidence's own sentences, on the page --------------------------
+
+# Stored in English in the evidence (live_write.py: the API and the CSV give
+# them as they are); the flag's page says them in the reader's language.
+_EVIDENCE_TEXTS = [
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days before"),
+     _("the floor's false draws over the {days} gaming days before")),
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days "
+                r"before each day"),
+     _("the floor's false draws over the {days} gaming days before each day")),
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days "
+                r"before each day, or that day's rest of the floor where those "
+                r"held too few coups"),
+     _("the floor's false draws over the {days} gaming days before each day, or "
+       "that day's rest of the floor where those held too few coups")),
+    (re.compile(r"tonight's rest of the floor \(fewer than enough coups on the "
+                r"days before\)"),
+     _("tonight's rest of the floor (fewer than enough coups on the days before)")),
+    (re.compile(r"each day's rest of the floor \(fewer than enough coups on the "
+                r"days before\)"),
+     _("each day's rest of the floor (fewer than enough coups on the days "
+       "before)")),
+    (re.compile(r"the floor's mix of free choices on (?P<day>[\d-]+)"),
+     _("the floor's mix of free choices on {day}")),
+    (re.compile(r"every free cell drawn \(no surveyed day before\)"),
+     _("every free cell drawn (no surveyed day before)")),
+    (re.compile(r"each day at the floor's mix of the latest surveyed day before "
+                r"it \(every free cell drawn before any\)"),
+     _("each day at the floor's mix of the latest surveyed day before it (every "
+       "free cell drawn before any)")),
+]
+
+
+def evidence_text(value: str) -> str:
+    """A sentence of the live evidence in the reader's language (the text
+    as it is when it is none of them)."""
+    for pattern, words in _EVIDENCE_TEXTS:
+        found = pattern.fullmatch(value)
+        if found:
+            return str(words).format(**found.groupdict())
+    return value

@@ -306,3 +306,47 @@ def test_the_window_settings_default_is_the_tests():
     from django.conf import settings
 
     assert settings.SURVEILLANCE_LIVE_WINDOW_DAYS == livetests.WINDOW_DAYS == 7
+
+
+# -- the page in Chromium -----------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_two_day_alert_in_chromium_in_both_languages(
+        _migration_rows, croupier, croupier2, pitboss, page, live_server, screenshot):
+    """A croupier raised on day 2 from the window started on day 1: the
+    flag's page in English and French, its chart drawn over both days.
+    Screenshots: var/screenshots/live-window-{en,fr}.png."""
+    from .test_browser import _drawn, sign_in
+
+    _day(croupier, croupier2, DAY1, 0, rate=0.03, shoes=4)
+    _day(croupier, croupier2, DAY2, 1, rate=0.03, shoes=4, close=False)
+    live.live_look()
+    flag = _flags(croupier2).get()
+    ev = SurveillanceEvidence.objects.get(flag=flag).evidence
+    assert ev["since"] == DAY1.isoformat() and ev["days"] == 2
+    sign_in(page, live_server, pitboss)
+    page.set_viewport_size({"width": 1366, "height": 1000})
+    for lang, since, once in (("en", "since Monday 3 March (2 gaming days)",
+                               "by chance about once in (shifts)"),
+                              ("fr", "depuis le lundi 3 mars (2 journées de jeu)",
+                               "par hasard environ une fois sur (soirées)")):
+        page.context.add_cookies([{"name": "django_language", "value": lang,
+                                   "url": live_server.url}])
+        page.goto(f"{live_server.url}/floor/flags/{flag.pk}/")
+        assert page.locator("html").get_attribute("lang") == lang
+        assert since in page.locator("main").inner_text()
+        chart = _drawn(page, "chart-evidence")
+        assert chart["chart"] and chart["painted"] > 500, chart
+        labels = page.evaluate("() => Chart.getChart(document.getElementById("
+                               "'chart-evidence')).data.labels")
+        assert labels[0].startswith(DAY1.isoformat()) and \
+            labels[-1].startswith(DAY2.isoformat())
+        figures = dict(zip(page.locator("#evidence dt").all_inner_texts(),
+                           page.locator("#evidence dd").all_inner_texts(),
+                           strict=True))
+        with translation.override(lang):
+            assert figures[once] == number_format(ev["once_in_shifts"],
+                                                  force_grouping=True)
+        screenshot(f"live-window-{lang}")
