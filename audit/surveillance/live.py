@@ -59,6 +59,7 @@ from . import livetests
 from .collect import play_odds
 from .live_days import (  # noqa: F401 (the live path's names, kept here)
     GROUP_FIELDS,
+    KEEP_DAYS,
     REFERENCE_DAYS,
     REFERENCE_MIN_COUPS,
     TRAILING_TTL,
@@ -251,6 +252,30 @@ class WindowLook:
         return next(w for w in self.windows[family] if w.start == since)
 
 
+# Each day's part as last computed, with the groups and trailing figures it
+# was computed from: a closed day's (the same kept objects) is not summed
+# again; tonight's (fresh groups at every look) always is.
+_parts: dict[date, tuple[Groups, Trailing, DayPart]] = {}
+
+
+def _day_parts(days: list[date], have: dict[date, Groups],
+               trails: dict[date, Trailing]) -> dict[date, DayPart]:
+    parts, need = {}, []
+    for d in days:
+        hit = _parts.get(d)
+        if hit is not None and hit[0] is have[d] and hit[1] is trails[d]:
+            parts[d] = hit[2]
+        else:
+            need.append(d)
+    q_plays = play_probabilities_of([(have[d].plays, trails[d].mix) for d in need])
+    for d, q in zip(need, q_plays, strict=True):
+        parts[d] = day_part(d, have[d], trails[d], q)
+        _parts[d] = (have[d], trails[d], parts[d])
+    for old in [d for d in _parts if d < max(days) - timedelta(days=KEEP_DAYS)]:
+        del _parts[old]
+    return {d: parts[d] for d in days}
+
+
 def look_window(day: date, *, open_tables: int, window_days: int | None = None,
                 groups: dict[date, Groups] | None = None) -> WindowLook:
     """The look at open day ``day`` over its window: ``groups`` are the
@@ -266,9 +291,7 @@ def look_window(day: date, *, open_tables: int, window_days: int | None = None,
     have.update(closed_groups([d for d in span if d not in have]))
     days = [d for d in span[1:] if len(have[d]) or d == day]
     trails = {d: trailing(d, before=have[d - timedelta(days=1)]) for d in days}
-    q_plays = play_probabilities_of([(have[d].plays, trails[d].mix) for d in days])
-    parts = {d: day_part(d, have[d], trails[d], q)
-             for d, q in zip(days, q_plays, strict=True)}
+    parts = _day_parts(days, have, trails)
     budgets = {}
     for d in days:
         previous = subject_counts(have[d - timedelta(days=1)])
