@@ -1,20 +1,25 @@
 """Live alerts into the pit boss's queue (issue 38), and the nightly run's
 word on them.
 
-Each subject whose live test crossed is raised once per test and gaming day
-(ident ``l:<test>:<subject>:<day>``) as a flag of kind surveillance,
-severity warning, through alerts.flags_write (the nightly run's writer): its
-"raised" step, its evidence row (SurveillanceEvidence: counts, expectation,
-p, level, the reference, the series of the chart) bound to the trail by the
-change-log row that raises it. The look that raises is a SurveillanceRun of
-source "live" (done at once) that the evidence rows name, so the run's page
-lists its alerts.
+Each subject a look raises (live.py: ``livetests.raise_once``, at most once
+a look and only for a window no earlier alert charged) is raised once per
+test and gaming day (ident ``l:<test>:<subject>:<day>``, tonight's day) as
+a flag of kind surveillance, severity warning, through alerts.flags_write
+(the nightly run's writer): its "raised" step, its evidence row
+(SurveillanceEvidence: the window's first day ``since``, its gaming days
+``days``, the windows the alert charged ``windows``, the counts and
+expectation over the window, p, level, the reference, the series of the
+chart) bound to the trail by the change-log row that raises it. The windows
+charged are read back by ``live_charged`` (one query). The look that raises
+is a SurveillanceRun of source "live" (done at once) that the evidence rows
+name, so the run's page lists its alerts.
 
 Where it sits: the table and session where the subject is now (his latest
-session of the day), and the croupier concerned -- the croupier's own
-alert, the croupier who dealt most of a banker's or a table's coups
-tonight: four eyes bar him from deciding it (services.four_eyes), and
-pages and API hide it from him (selectors.hidden_from).
+session: tonight's if he plays tonight, else his latest in the window), and
+the croupier concerned -- the croupier's own alert, the croupier who dealt
+most of a banker's or a table's coups in the window: four eyes bar him from
+deciding it (services.four_eyes), and pages and API hide it from him
+(selectors.hidden_from).
 
 The nightly run over a day adds one step to each live alert of that day
 (append-only; it never closes or erases one): ``nightly_confirmed`` when
