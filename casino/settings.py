@@ -505,6 +505,14 @@ if not 1 <= SURVEILLANCE_LIVE_SECONDS <= 3600:
     raise ImproperlyConfigured(
         "Environment variable SURVEILLANCE_LIVE_SECONDS: seconds from 1 to 3600"
     )
+# A live test is started every gaming day and runs this many days (its window:
+# a subtle cheat needs more coups than one day holds; livetests.WINDOW_DAYS).
+SURVEILLANCE_LIVE_WINDOW_DAYS = _read("SURVEILLANCE_LIVE_WINDOW_DAYS", env.int,
+                                      default=7)
+if not 1 <= SURVEILLANCE_LIVE_WINDOW_DAYS <= 28:
+    raise ImproperlyConfigured(
+        "Environment variable SURVEILLANCE_LIVE_WINDOW_DAYS: gaming days from 1 to 28"
+    )
 
 # The review queue, the floor and their API bring the flags up to date before
 # they read (audit.services.flags_sync: a safety net, since a coup raises its

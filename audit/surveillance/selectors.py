@@ -92,6 +92,49 @@ def evidence_chart(kind: str, test: str, ev: dict) -> dict | None:
     return None
 
 
+# A live alert's figures in the order a reader asks: who, where, since when,
+# what was seen against what the null gives, how unlikely, the bound.
+LIVE_ORDER = ("table", "who", "family", "day", "since", "days", "windows", "coups",
+              "count", "expected", "reference", "reference_rate", "reference_coups",
+              "mix", "log_lambda", "once_in_shifts", "level", "alpha", "subjects",
+              "budget", "over_budget")
+# Evidence figures that are names or ordinals, not amounts: never grouped.
+_NOT_AMOUNTS = ("shoe", "table", "rank", "decks")
+
+
+def _figure(key: str, value):
+    """One evidence figure as the page shows it, in the reader's language:
+    days as days, yes/no in words, counts grouped (1,000,000,000)."""
+    from django.utils.formats import number_format
+    from django.utils.translation import gettext
+
+    if key in ("day", "crossing_day") and isinstance(value, int):
+        return _iso(value)
+    if isinstance(value, bool):
+        return gettext("yes") if value else gettext("no")
+    if isinstance(value, int) and key not in _NOT_AMOUNTS:
+        return number_format(value, force_grouping=True)
+    if isinstance(value, float):
+        return _decimal(value)
+    if value is None:
+        return "—"
+    if key == "windows" and isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str):
+        from .words import evidence_text
+
+        return evidence_text(value)
+    return value
+
+
+def _decimal(value: float, digits: int = 4) -> str:
+    """A figure to ``digits`` significant digits with the reader's decimal
+    separator (9.714; 9,714 in French)."""
+    from django.utils.formats import get_format
+
+    return f"{value:.{digits}g}".replace(".", get_format("DECIMAL_SEPARATOR"))
+
+
 def flag_evidence(flag: Flag) -> dict:
     """What the flag's page shows of a surveillance alert."""
     ev = flag.evidence.order_by("id").first()
@@ -102,20 +145,38 @@ def flag_evidence(flag: Flag) -> dict:
     body = ev.evidence or {}
     kind = body.get("kind", "")
     figures = []
-    for key, value in body.items():
-        if isinstance(value, dict | list) or key in ("kind", "sequence"):
+    keys = list(body)
+    if kind.startswith("live_"):  # in the order a reader asks (unknown: last)
+        keys.sort(key=lambda k: LIVE_ORDER.index(k) if k in LIVE_ORDER
+                  else len(LIVE_ORDER))
+    for key in keys:
+        value = body[key]
+        listed = key == "windows" and isinstance(value, list)
+        if (isinstance(value, dict | list) and not listed) or key in (
+                "kind", "sequence"):
             continue
-        if key in ("day", "crossing_day") and isinstance(value, int):
-            value = _iso(value)
-        elif isinstance(value, float):
-            value = f"{value:.4g}"
-        elif value is None:
-            value = "—"
-        figures.append((str(FIGURES.get(key, key.replace("_", " "))), value))
+        figures.append((str(FIGURES.get(key, key.replace("_", " "))),
+                        _figure(key, value)))
+    live = kind.startswith("live_")
+    alpha = body.get("alpha")
     return {"surveillance": {
         "row": ev, "kind": kind, "figures": figures,
         "label": test_label(ev.test), "kind_label": str(KINDS.get(kind, kind)),
         "interval": body.get("wilson95") or body.get("band95"),
         "limits": body.get("limits_at_n"), "sequence": body.get("sequence"),
         "chart": evidence_chart(kind, ev.test, body),
+        "p_value": None if ev.p_value is None else _decimal(ev.p_value, 3),
+        "live": live,
+        "live_alpha": _percent(alpha) if live else None,
     }}
+
+
+def _percent(rate) -> str | None:
+    """A rate as the percentage a sentence says: 0.03 -> "3", 0.025 -> "2.5"."""
+    from django.utils.formats import number_format
+
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return None
+    pct = round(100 * float(rate), 4)
+    places = next(k for k in range(5) if round(pct, k) == pct)
+    return number_format(pct, places)

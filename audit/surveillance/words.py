@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from django.utils.translation import gettext_lazy as _
 
@@ -22,11 +23,11 @@ TESTS = {
     "rank_over": _("A rank seen more often than the shoe holds"),
     "rank_short": _("A rank short at the shoe's close"),
     # the live surveillance's tests (audit/surveillance/sequential.py)
-    "croupier_false_draws": _("False draws above the floor's rate tonight"),
-    "table_banker_share": _("The table's banker wins away from the odds tonight"),
-    "live_croupier": _("False draws above the floor's rate tonight"),
-    "live_banker": _("The banker won more coups than the odds give tonight"),
-    "live_table": _("The table's banker wins away from the odds tonight"),
+    "croupier_false_draws": _("False draws above the floor's rate (live)"),
+    "table_banker_share": _("The table's banker wins away from the odds (live)"),
+    "live_croupier": _("False draws above the floor's rate (live)"),
+    "live_banker": _("The banker won more coups than the odds give (live)"),
+    "live_table": _("The table's banker wins away from the odds (live)"),
 }
 
 KINDS = {
@@ -36,9 +37,9 @@ KINDS = {
     "table_cusum": _("table"),
     "shoe": _("shoe"),
     "shoe_count": _("shoe count"),
-    "live_croupier": _("croupier, tonight (live)"),
-    "live_banker": _("banker, tonight (live)"),
-    "live_table": _("table, tonight (live)"),
+    "live_croupier": _("croupier (live)"),
+    "live_banker": _("banker (live)"),
+    "live_table": _("table (live)"),
 }
 
 
@@ -97,7 +98,10 @@ FIGURES = {
     "level": _("level (per subject and shift)"),
     "once_in_shifts": _("by chance about once in (shifts)"),
     "alpha": _("the house's bound on shifts with a false alert"),
-    "subjects": _("subjects watched tonight"),
+    "since": _("the window's first gaming day"),
+    "days": _("gaming days in the window"),
+    "windows": _("windows charged to this alert (their first days)"),
+    "subjects": _("subjects watched (the window's first day)"),
     "budget": _("subjects budgeted"),
     "over_budget": _("more subjects than budgeted"),
     "reference": _("reference"),
@@ -201,6 +205,37 @@ _LIVE = {
                     "tonight; the odds would give {expected}; this happens by "
                     "chance about once in {once} shifts"),
 }
+# A window of several gaming days (the test started on {since}).
+_LIVE_SINCE = {
+    "live_croupier": _("{table}: croupier {who} has false-drawn {count} times in "
+                       "{coups} coups since {since} ({days} gaming days); the "
+                       "floor's rate would give {expected}; this happens by "
+                       "chance about once in {once} shifts"),
+    "live_banker": _("{table}: the banker ({who}) has won {count} of {coups} "
+                     "coups since {since} ({days} gaming days); the odds would "
+                     "give {expected}; this happens by chance about once in "
+                     "{once} shifts"),
+    "live_table": _("{table}: the bank has won {count} of {coups} coups since "
+                    "{since} ({days} gaming days); the odds would give "
+                    "{expected}; this happens by chance about once in {once} "
+                    "shifts"),
+}
+
+
+def day_words(iso: str) -> str:
+    """A gaming day as a sentence says it, in the reader's language:
+    "Monday 30 November", "lundi 30 novembre" (Django's translated names);
+    the text as it is when it is not a day."""
+    from datetime import date
+
+    from django.utils.formats import date_format
+
+    try:
+        day = date.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    # the same order in both languages; Django translates the names
+    return date_format(day, "l j F")
 
 
 def _who_words(who: str) -> str:
@@ -217,12 +252,17 @@ def _who_words(who: str) -> str:
 def live_sentence(code: str, evidence: dict | None) -> str:
     """"Table 4: croupier X has false-drawn 9 times in 310 coups tonight;
     the floor's rate would give 1; this happens by chance about once in
-    20,000 shifts." From the live alert's own evidence, in the reader's
-    language (the queue, the flag's page)."""
+    20,000 shifts" -- or, for a window of several gaming days, "... 21
+    times in 2,310 coups since Monday 30 November (3 gaming days); ...".
+    From the live alert's own evidence, in the reader's language (the
+    queue, the flag's page)."""
     ev = evidence or {}
     words = _LIVE.get(code)
     if words is None or ev.get("coups") is None:
         return test_label(code)
+    days = ev.get("days") or 1
+    if days > 1 and ev.get("since"):
+        words = _LIVE_SINCE[code]
     expected = float(ev.get("expected") or 0)
     who = ev.get("who") or ""
     return str(words).format(
@@ -230,4 +270,48 @@ def live_sentence(code: str, evidence: dict | None) -> str:
         who=_who_words(who) if code == "live_banker" else who,
         count=_number(ev.get("count", 0)), coups=_number(ev["coups"]),
         expected=_number(expected, 0 if expected >= 10 else 1),
-        once=_number(ev.get("once_in_shifts") or 0)) + "."
+        once=_number(ev.get("once_in_shifts") or 0),
+        since=day_words(ev.get("since") or ""), days=_number(days)) + "."
+
+
+# ---- the live evidence's own sentences, on the page --------------------------
+
+# Stored in English in the evidence (live_write.py: the API and the CSV give
+# them as they are); the flag's page says them in the reader's language.
+_EVIDENCE_TEXTS = [
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days before"),
+     _("the floor's false draws over the {days} gaming days before")),
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days "
+                r"before each day"),
+     _("the floor's false draws over the {days} gaming days before each day")),
+    (re.compile(r"the floor's false draws over the (?P<days>\d+) gaming days "
+                r"before each day, or that day's rest of the floor where those "
+                r"held too few coups"),
+     _("the floor's false draws over the {days} gaming days before each day, or "
+       "that day's rest of the floor where those held too few coups")),
+    (re.compile(r"tonight's rest of the floor \(fewer than enough coups on the "
+                r"days before\)"),
+     _("tonight's rest of the floor (fewer than enough coups on the days before)")),
+    (re.compile(r"each day's rest of the floor \(fewer than enough coups on the "
+                r"days before\)"),
+     _("each day's rest of the floor (fewer than enough coups on the days "
+       "before)")),
+    (re.compile(r"the floor's mix of free choices on (?P<day>[\d-]+)"),
+     _("the floor's mix of free choices on {day}")),
+    (re.compile(r"every free cell drawn \(no surveyed day before\)"),
+     _("every free cell drawn (no surveyed day before)")),
+    (re.compile(r"each day at the floor's mix of the latest surveyed day before "
+                r"it \(every free cell drawn before any\)"),
+     _("each day at the floor's mix of the latest surveyed day before it (every "
+       "free cell drawn before any)")),
+]
+
+
+def evidence_text(value: str) -> str:
+    """A sentence of the live evidence in the reader's language (the text
+    as it is when it is none of them)."""
+    for pattern, words in _EVIDENCE_TEXTS:
+        found = pattern.fullmatch(value)
+        if found:
+            return str(words).format(**found.groupdict())
+    return value

@@ -22,7 +22,7 @@ from django.test import Client
 from django.utils import translation
 
 from audit.models import Flag, FlagEvent, SurveillanceEvidence, SurveillanceRun
-from audit.surveillance import live
+from audit.surveillance import live, live_days
 from audit.surveillance.livetests import reference_rate
 from casino.models import ChangeLog
 from tests.reports.conftest import at, evening
@@ -106,7 +106,7 @@ def test_the_tallies_are_the_hand_counted_coups(croupier, croupier2, pitboss):
             x[family][key] += fd if family == "croupier" else (c.outcome == "banker")
     assert sum(x["croupier"].values()) > 0  # there are false draws to count
 
-    look = live.look_day(DAY1, open_tables=3)
+    look = live.look_window(DAY1, open_tables=3)
     for family, tally in look.tallies.items():
         got_n = dict(zip(tally.subjects, tally.n.sum(axis=1).tolist(), strict=True))
         got_x = dict(zip(tally.subjects, tally.x.sum(axis=1).tolist(), strict=True))
@@ -132,12 +132,12 @@ def test_with_history_the_reference_is_the_trailing_days(croupier, monkeypatch):
     croupier's reference, and the evidence says so."""
     from datetime import timedelta
 
-    monkeypatch.setattr(live, "REFERENCE_MIN_COUPS", 100)
+    monkeypatch.setattr(live_days, "REFERENCE_MIN_COUPS", 100)
     deal(croupier, DAY1 - timedelta(days=1), tables=1, shoes=2, seed=44,
          false_draw_rate=0.02, table_prefix="Before")
     deal(croupier, DAY1, tables=1, shoes=1, seed=45, false_draw_rate=0.0,
          table_prefix="Now")
-    look = live.look_day(DAY1, open_tables=1)
+    look = live.look_window(DAY1, open_tables=1)
     ref = look.trailing.reference
     assert ref.source == "trailing" and ref.coups > 100 and ref.events > 0
     assert look.tallies["croupier"].q.ravel().tolist() == [ref.rate]
@@ -432,16 +432,16 @@ def test_the_trailing_figures_are_shared_through_the_signed_cache(
 
     from django.core.cache import cache
 
-    monkeypatch.setattr(live, "REFERENCE_MIN_COUPS", 100)
+    monkeypatch.setattr(live_days, "REFERENCE_MIN_COUPS", 100)
     deal(croupier, DAY1 - timedelta(days=1), tables=1, shoes=2, seed=44,
          false_draw_rate=0.02, table_prefix="Before")
     first = live.trailing(DAY1)
     assert first.reference.source == "trailing" and first.reference.events > 0
     key = f"live:trailing:{DAY1.isoformat()}"
-    assert live._trailing_decode(cache.get(key)) == first
+    assert live_days._trailing_decode(cache.get(key)) == first
     # another process (its own memory empty) reads the shared entry: no query
-    with live._cache_lock:
-        live._trailing_cache.clear()
+    with live_days._cache_lock:
+        live_days._trailing_cache.clear()
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -449,7 +449,7 @@ def test_the_trailing_figures_are_shared_through_the_signed_cache(
         again = live.trailing(DAY1)
     assert again == first and len(queries) == 0
     # an entry that does not read (a bad source) is computed again
-    with live._cache_lock:
-        live._trailing_cache.clear()
+    with live_days._cache_lock:
+        live_days._trailing_cache.clear()
     cache.set(key, {**cache.get(key), "reference": ["forged", 0, 10**9, 28]})
     assert live.trailing(DAY1) == first
