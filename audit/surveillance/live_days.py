@@ -400,12 +400,14 @@ def _trailing_counts(day: date) -> tuple[int, int]:
     counts false-draw findings, so a coup with two counts twice: the
     reference can only come out higher, which costs power, never the bound."""
     first = day - timedelta(days=REFERENCE_DAYS)
-    coups = events = 0
-    for n, findings in (TableDayRollup.objects
-                        .filter(gaming_day__range=(first, day - timedelta(days=1)))
-                        .order_by().values_list("coups", "findings").iterator(5000)):
-        coups += int(n or 0)
-        events += int((findings or {}).get("false_draw", 0) or 0)
+    # summed by the database (one row back): iterated here, the 28,000 rows
+    # took seconds of the first look of each day of the window, and the
+    # floor bench's pages waited behind it
+    sums = (TableDayRollup.objects
+            .filter(gaming_day__range=(first, day - timedelta(days=1)))
+            .aggregate(coups=Sum("coups"),
+                       fd=Sum(Cast(KT("findings__false_draw"), IntegerField()))))
+    coups, events = int(sums["coups"] or 0), int(sums["fd"] or 0)
     return coups, min(events, coups)
 
 
