@@ -255,12 +255,20 @@ def _apply_grain(grain: Grain, table_id: int, per_key: dict[tuple, _Delta]) -> N
         model.objects.bulk_create(created)
 
 
-def current_coups():
-    """Coups that no later revision supersedes."""
+def current_coups(gaming_day=None):
+    """Coups that no later revision supersedes. ``gaming_day``: that day's
+    only, the later revisions looked for among that day's coups (a revision
+    keeps its coup's gaming day: services/corrections.py), so the database
+    reads the day's coups, not every coup (the anti-join otherwise scanned
+    the whole table: 0.7 s a day at 1.8 million coups, bench_floor.py)."""
     newer = Coup.objects.filter(
         shoe=OuterRef("shoe"), seq=OuterRef("seq"), revision__gt=OuterRef("revision")
     )
-    return Coup.objects.filter(~Exists(newer))
+    coups = Coup.objects.all()
+    if gaming_day is not None:
+        newer = newer.filter(gaming_day=gaming_day)
+        coups = coups.filter(gaming_day=gaming_day)
+    return coups.filter(~Exists(newer))
 
 
 def _empty_cell() -> dict:

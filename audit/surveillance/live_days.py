@@ -110,7 +110,7 @@ def day_groups(day: date) -> Groups:
     coups; its rows are groups, not coups."""
     false_draw = Finding.objects.filter(coup=OuterRef("pk"), code="false_draw")
     return _columns(list(
-        current_coups().filter(gaming_day=day).order_by()
+        current_coups(gaming_day=day).order_by()
         .alias(has_false_draw=Exists(false_draw))
         .values_list(*GROUP_FIELDS)
         .annotate(n=Count("id"), wins=Count("id", filter=Q(outcome="banker")),
